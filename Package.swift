@@ -1,0 +1,31 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "kvcache-server",
+    products: [
+        .library(name: "SQLiteKVCache", targets: ["SQLiteKVCache"]),
+        .library(name: "RESP", targets: ["RESP"]),
+        .library(name: "KVCacheServer", targets: ["KVCacheServer"]),
+        .executable(name: "kvcache-server", targets: ["kvcache-server"]),
+    ],
+    targets: [
+        // C system libraries, seen through module maps only.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLinux"),
+
+        // Storage: the embeddable engine. Knows nothing of the protocol or the server.
+        .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto"]),
+        // Protocol: RESP parsing and encoding, no I/O.
+        .target(name: "RESP"),
+        // Server: event loop, connections, command table, config, INFO.
+        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux"]),
+        .executableTarget(name: "kvcache-server", dependencies: ["KVCacheServer"]),
+
+        .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite"]),
+        .testTarget(name: "RESPTests", dependencies: ["RESP"]),
+        .testTarget(name: "KVCacheServerTests", dependencies: ["KVCacheServer", "RESP", "CSQLite"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

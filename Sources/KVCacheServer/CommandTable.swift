@@ -1,0 +1,118 @@
+import RESP
+
+/// What a command handler gets: the server, the client, the arguments.
+struct CommandContext {
+    unowned let server: Server
+    let connection: Connection
+    let args: [[UInt8]]
+
+    var cache: OpenCache { connection.cache }
+
+    /// The argument at `index` as text (lossy for invalid UTF-8).
+    func text(_ index: Int) -> String { String(decoding: args[index], as: UTF8.self) }
+
+    /// The argument at `index`, lowercased ASCII, as text: for option names.
+    func option(_ index: Int) -> String { String(decoding: args[index].map(asciiLower), as: UTF8.self) }
+
+    /// The argument at `index` as a strict 64-bit integer.
+    /// - Throws: `value is not an integer or out of range`.
+    func integer(_ index: Int) throws(ReplyError) -> Int64 {
+        guard let value = parseStrictInt64(args[index]) else { throw .notInteger }
+        return value
+    }
+}
+
+@inline(__always)
+func asciiLower(_ byte: UInt8) -> UInt8 {
+    byte >= 65 && byte <= 90 ? byte + 32 : byte
+}
+
+/// One command's description, as `COMMAND INFO` reports it, and its handler.
+struct Command: Sendable {
+    typealias Handler = @Sendable (CommandContext) throws -> Void
+
+    let name: String
+    /// Redis's arity: n means exactly n arguments (name included); -n at least n.
+    let arity: Int
+    let flags: [String]
+    let firstKey: Int
+    let lastKey: Int
+    let step: Int
+    let group: String
+    let summary: String
+    let handler: Handler
+    var subcommands: [String] = []
+
+    func accepts(argumentCount: Int) -> Bool {
+        arity >= 0 ? argumentCount == arity : argumentCount >= -arity
+    }
+
+    var isWrite: Bool { flags.contains("write") }
+
+    /// ACL categories derived from flags and group, as Redis lists them.
+    var categories: [String] {
+        var result: [String] = []
+        if isWrite { result.append("@write") }
+        if flags.contains("readonly") { result.append("@read") }
+        if group == "string" { result.append("@string") }
+        if group == "generic" { result.append("@keyspace") }
+        if flags.contains("fast") { result.append("@fast") } else { result.append("@slow") }
+        if flags.contains("admin") { result.append(contentsOf: ["@admin", "@dangerous"]) }
+        if group == "connection" { result.append("@connection") }
+        return result
+    }
+
+    /// The `COMMAND INFO` entry: name, arity, flags, first/last key, step,
+    /// ACL categories, tips, key specs, subcommands.
+    func info() -> RESPValue {
+        .array([
+            .bulk(Array(name.utf8)),
+            .integer(Int64(arity)),
+            .array(flags.map { .simpleString($0) }),
+            .integer(Int64(firstKey)), .integer(Int64(lastKey)), .integer(Int64(step)),
+            .array(categories.map { .simpleString($0) }),
+            .array([]), .array([]),
+            .array(subcommands.map { .bulk(Array("\(name)|\($0)".utf8)) }),
+        ])
+    }
+
+    /// The `COMMAND DOCS` entry (the value half of the name → docs pair).
+    func docs() -> RESPValue {
+        .array([
+            .bulk(Array("summary".utf8)), .bulk(Array(summary.utf8)),
+            .bulk(Array("since".utf8)), .bulk(Array("1.0.0".utf8)),
+            .bulk(Array("group".utf8)), .bulk(Array(group.utf8)),
+        ])
+    }
+}
+
+/// Commands by lowercase name.
+struct CommandTable: Sendable {
+    private(set) var byName: [[UInt8]: Command] = [:]
+
+    init(_ commands: [Command]) {
+        for command in commands { byName[Array(command.name.utf8)] = command }
+    }
+
+    /// The command named by `name` in any case.
+    func lookup(_ name: [UInt8]) -> Command? {
+        if let exact = byName[name] { return exact }
+        return byName[name.map(asciiLower)]
+    }
+
+    var all: [Command] { byName.values.sorted { $0.name < $1.name } }
+
+    /// Redis's text for an unknown command: the name and up to 128 bytes of arguments, quoted.
+    static func unknownCommandError(_ args: [[UInt8]]) -> ReplyError {
+        var shown = ""
+        for arg in args.dropFirst() {
+            if shown.utf8.count >= 128 { break }
+            let room = 128 - shown.utf8.count
+            shown += "'\(String(decoding: arg.prefix(room), as: UTF8.self))' "
+        }
+        let name = String(decoding: args[0].prefix(128), as: UTF8.self)
+        return ReplyError("ERR unknown command '\(name)', with args beginning with: \(shown)")
+    }
+
+    static let standard = CommandTable(coreCommands + connectionCommands + serverCommands)
+}

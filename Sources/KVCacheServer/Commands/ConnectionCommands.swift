@@ -1,0 +1,121 @@
+import RESP
+
+/// PING, ECHO, QUIT, SELECT, HELLO, CLIENT.
+let connectionCommands: [Command] = [
+    Command(name: "ping", arity: -1, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0,
+            group: "connection", summary: "Returns the server's liveliness response.", handler: ping),
+    Command(name: "echo", arity: 2, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0,
+            group: "connection", summary: "Returns the given string.", handler: { $0.connection.replyBulk($0.args[1]) }),
+    Command(name: "quit", arity: -1, flags: ["fast", "allow_busy"], firstKey: 0, lastKey: 0, step: 0,
+            group: "connection", summary: "Closes the connection.", handler: quit),
+    Command(name: "select", arity: 2, flags: ["loading", "stale", "fast"], firstKey: 0, lastKey: 0, step: 0,
+            group: "connection", summary: "Changes the selected cache: a DB index or a cache name.", handler: select),
+    Command(name: "hello", arity: -1, flags: ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+            firstKey: 0, lastKey: 0, step: 0,
+            group: "connection", summary: "Handshakes with the server.", handler: hello),
+    Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
+            group: "connection", summary: "A container for client connection commands.", handler: client,
+            subcommands: ["getname", "id", "info", "list", "setname"]),
+]
+
+private func ping(_ ctx: CommandContext) throws {
+    switch ctx.args.count {
+    case 1: ctx.connection.replySimple("PONG")
+    case 2: ctx.connection.replyBulk(ctx.args[1])
+    default: throw ReplyError.wrongArity("ping")
+    }
+}
+
+private func quit(_ ctx: CommandContext) throws {
+    ctx.connection.replyOK()
+    ctx.connection.closeAfterReply = true
+}
+
+private func select(_ ctx: CommandContext) throws {
+    ctx.connection.cache = try ctx.server.registry.cache(selecting: ctx.args[1])
+    ctx.connection.replyOK()
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]: only
+/// protocol 2 exists here; 3 is refused as Redis refuses an unknown version.
+private func hello(_ ctx: CommandContext) throws {
+    let args = ctx.args
+    var name: [UInt8]?
+    if args.count >= 2 {
+        guard let version = parseStrictInt64(args[1]) else {
+            throw ReplyError("ERR Protocol version is not an integer or out of range")
+        }
+        guard version == 2 else {
+            throw ReplyError("NOPROTO unsupported protocol version")
+        }
+        var i = 2
+        while i < args.count {
+            let option = ctx.option(i)
+            let more = args.count - i - 1
+            if option == "auth" && more >= 2 {
+                i += 3  // no passwords are configured: any credentials are accepted, as Redis's default user
+            } else if option == "setname" && more >= 1 {
+                try validateClientName(args[i + 1])
+                name = args[i + 1]
+                i += 2
+            } else {
+                throw ReplyError("ERR Syntax error in HELLO option '\(ctx.text(i))'")
+            }
+        }
+    }
+    if let name { ctx.connection.name = name }
+    let c = ctx.connection
+    c.replyArrayHeader(14)
+    c.replyBulk("server"); c.replyBulk("redis")
+    c.replyBulk("version"); c.replyBulk(Server.redisVersion)
+    c.replyBulk("proto"); c.replyInteger(2)
+    c.replyBulk("id"); c.replyInteger(c.id)
+    c.replyBulk("mode"); c.replyBulk("standalone")
+    c.replyBulk("role"); c.replyBulk("master")
+    c.replyBulk("modules"); c.replyArrayHeader(0)
+}
+
+private func validateClientName(_ name: [UInt8]) throws {
+    // Redis allows printable ASCII except space.
+    guard name.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+        throw ReplyError("ERR Client names cannot contain spaces, newlines or special characters.")
+    }
+}
+
+private func client(_ ctx: CommandContext) throws {
+    let sub = ctx.option(1)
+    let c = ctx.connection
+    func arity(_ n: Int) throws {
+        guard ctx.args.count == n else { throw ReplyError.wrongArity("client|\(sub)") }
+    }
+    switch sub {
+    case "setname":
+        try arity(3)
+        try validateClientName(ctx.args[2])
+        c.name = ctx.args[2]
+        c.replyOK()
+    case "getname":
+        try arity(2)
+        c.replyOptionalBulk(c.name.isEmpty ? nil : c.name)
+    case "id":
+        try arity(2)
+        c.replyInteger(c.id)
+    case "info":
+        try arity(2)
+        c.replyBulk(c.infoLine(now: Server.nowMilliseconds()) + "\n")
+    case "list":
+        let now = Server.nowMilliseconds()
+        c.replyBulk(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
+    case "help":
+        c.replyBulkArray([
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GETNAME", "    Return the name of the current connection.",
+            "ID", "    Return the ID of the current connection.",
+            "INFO", "    Return information about the current client connection.",
+            "LIST", "    Return information about client connections.",
+            "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        ].map { Array($0.utf8) })
+    default:
+        throw ReplyError.unknownSubcommand(ctx.args[1], of: "client")
+    }
+}

@@ -1,0 +1,97 @@
+import RESP
+
+/// INFO, COMMAND, CONFIG, FUNCTION.
+let serverCommands: [Command] = [
+    Command(name: "info", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
+            group: "server", summary: "Returns information and statistics about the server.", handler: info),
+    Command(name: "command", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
+            group: "server", summary: "Returns detailed information about all commands.", handler: command,
+            subcommands: ["count", "docs", "info", "list"]),
+    Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
+            group: "server", summary: "A container for server configuration commands.", handler: config,
+            subcommands: ["get"]),
+    Command(name: "function", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
+            group: "scripting", summary: "A container for function commands (there are no functions).", handler: function,
+            subcommands: ["flush"]),
+]
+
+private func info(_ ctx: CommandContext) throws {
+    let sections = ctx.args.dropFirst().map { String(decoding: $0.map(asciiLower), as: UTF8.self) }
+    ctx.connection.replyBulk(ctx.server.infoText(sections: sections))
+}
+
+private func command(_ ctx: CommandContext) throws {
+    let table = ctx.server.commands
+    let c = ctx.connection
+    guard ctx.args.count >= 2 else {
+        let all = table.all
+        c.replyArrayHeader(all.count)
+        for command in all { c.reply(command.info()) }
+        return
+    }
+    let sub = ctx.option(1)
+    switch sub {
+    case "count":
+        guard ctx.args.count == 2 else { throw ReplyError.wrongArity("command|count") }
+        c.replyInteger(table.all.count)
+    case "info":
+        let wanted = ctx.args.count > 2 ? ctx.args.dropFirst(2).map { table.lookup($0) } : table.all.map { Optional($0) }
+        c.replyArrayHeader(wanted.count)
+        for command in wanted {
+            if let command { c.reply(command.info()) } else { c.replyNullArray() }
+        }
+    case "docs":
+        let wanted = ctx.args.count > 2 ? ctx.args.dropFirst(2).compactMap { table.lookup($0) } : table.all
+        c.replyArrayHeader(wanted.count * 2)
+        for command in wanted {
+            c.replyBulk(command.name)
+            c.reply(command.docs())
+        }
+    case "list":
+        c.replyBulkArray(table.all.map { Array($0.name.utf8) })
+    default:
+        throw ReplyError.unknownSubcommand(ctx.args[1], of: "command")
+    }
+}
+
+private func config(_ ctx: CommandContext) throws {
+    let sub = ctx.option(1)
+    switch sub {
+    case "get":
+        guard ctx.args.count >= 3 else { throw ReplyError.wrongArity("config|get") }
+        var pairs: [(String, String)] = []
+        var seen = Set<String>()
+        for pattern in ctx.args.dropFirst(2) {
+            let lowered = pattern.map(asciiLower)
+            for directive in ServerConfig.directives where !seen.contains(directive.name) {
+                if globMatch(lowered, Array(directive.name.utf8)) {
+                    seen.insert(directive.name)
+                    pairs.append((directive.name, directive.render(ctx.server.config)))
+                }
+            }
+        }
+        ctx.connection.replyArrayHeader(pairs.count * 2)
+        for (name, value) in pairs {
+            ctx.connection.replyBulk(name)
+            ctx.connection.replyBulk(value)
+        }
+    default:
+        throw ReplyError.unknownSubcommand(ctx.args[1], of: "config")
+    }
+}
+
+private func function(_ ctx: CommandContext) throws {
+    switch ctx.option(1) {
+    case "flush":
+        guard ctx.args.count <= 3 else { throw ReplyError.wrongArity("function|flush") }
+        if ctx.args.count == 3 {
+            let mode = ctx.option(2)
+            guard mode == "async" || mode == "sync" else {
+                throw ReplyError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+            }
+        }
+        ctx.connection.replyOK()
+    default:
+        throw ReplyError.unknownSubcommand(ctx.args[1], of: "function")
+    }
+}

@@ -1,0 +1,205 @@
+import SQLiteKVCache
+import RESP
+
+/// A bad configuration line or argument, said plainly.
+public struct ConfigError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// One cache's own capacity and policy (a `cache <name> <size> [<policy>]` line).
+public struct CacheSettings: Sendable, Equatable {
+    public var capacity: Int
+    public var policy: EvictionPolicy?
+}
+
+/// The server's settings: Redis's names where Redis has the setting.
+public struct ServerConfig: Sendable {
+    public var port = 6379
+    public var bind = ["127.0.0.1"]
+    public var dir = "./data"
+    public var databases = 16
+    public var maxCaches = 64
+    public var maxClients = 10000
+    /// Seconds a client may stay idle before it is closed; 0 for never.
+    public var timeout = 0
+    public var logLevel = LogLevel.notice
+    /// Where logs go; empty for standard output.
+    public var logFile = ""
+    public var protoMaxBulkLen = 512 * 1024 * 1024
+    public var clientQueryBufferLimit = 1024 * 1024 * 1024
+    public var defaultCapacity = 0
+    public var evictionPolicy = EvictionPolicy.fifo
+    public var caches: [String: CacheSettings] = [:]
+    /// SQLite's page cache per open cache file.
+    public var pageCacheBytes = 16 * 1024 * 1024
+    /// The file the configuration was read from, if any.
+    public var configFile: String?
+
+    public init() {}
+
+    /// The capacity and policy a cache gets when it opens.
+    func settings(forCache name: String) -> (capacity: Int, policy: EvictionPolicy) {
+        let own = caches[name]
+        return (own?.capacity ?? defaultCapacity, own?.policy ?? evictionPolicy)
+    }
+}
+
+extension ServerConfig {
+    /// A directive: how to apply its arguments and how to render its value.
+    struct Directive: Sendable {
+        let name: String
+        let apply: @Sendable (inout ServerConfig, [String]) throws -> Void
+        let render: @Sendable (ServerConfig) -> String
+    }
+
+    static func one(_ args: [String], _ name: String) throws -> String {
+        guard args.count == 1 else { throw ConfigError("'\(name)' takes exactly one argument") }
+        return args[0]
+    }
+
+    static func integer(_ args: [String], _ name: String, range: ClosedRange<Int>) throws -> Int {
+        let text = try one(args, name)
+        guard let value = Int(text) else { throw ConfigError("argument couldn't be parsed into an integer: '\(text)'") }
+        guard range.contains(value) else {
+            throw ConfigError("argument must be between \(range.lowerBound) and \(range.upperBound) inclusive")
+        }
+        return value
+    }
+
+    static func size(_ args: [String], _ name: String) throws -> Int {
+        let text = try one(args, name)
+        guard let value = parseMemorySize(text) else {
+            throw ConfigError("argument must be a memory value (like 100mb or 1gb): '\(text)'")
+        }
+        return value
+    }
+
+    static func policy(_ text: String) throws -> EvictionPolicy {
+        guard let policy = EvictionPolicy(name: text) else {
+            throw ConfigError("unknown eviction policy '\(text)' (use fifo, lru, volatile-ttl or noeviction)")
+        }
+        return policy
+    }
+
+    static let directives: [Directive] = [
+        Directive(name: "port", apply: { $0.port = try integer($1, "port", range: 0...65535) }, render: { "\($0.port)" }),
+        Directive(name: "bind", apply: { config, args in
+            guard !args.isEmpty else { throw ConfigError("'bind' needs at least one address") }
+            for address in args where SocketAddress(host: address.hasPrefix("-") ? String(address.dropFirst()) : address, port: 0) == nil {
+                throw ConfigError("invalid bind address '\(address)'")
+            }
+            config.bind = args.map { $0.hasPrefix("-") ? String($0.dropFirst()) : $0 }
+        }, render: { $0.bind.joined(separator: " ") }),
+        Directive(name: "dir", apply: { $0.dir = try one($1, "dir") }, render: { $0.dir }),
+        Directive(name: "databases", apply: { $0.databases = try integer($1, "databases", range: 1...Int(Int32.max)) },
+                  render: { "\($0.databases)" }),
+        Directive(name: "max-caches", apply: { $0.maxCaches = try integer($1, "max-caches", range: 1...100_000) },
+                  render: { "\($0.maxCaches)" }),
+        Directive(name: "maxclients", apply: { $0.maxClients = try integer($1, "maxclients", range: 1...1_000_000) },
+                  render: { "\($0.maxClients)" }),
+        Directive(name: "timeout", apply: { $0.timeout = try integer($1, "timeout", range: 0...Int(Int32.max)) },
+                  render: { "\($0.timeout)" }),
+        Directive(name: "loglevel", apply: { config, args in
+            let text = try one(args, "loglevel")
+            guard let level = LogLevel(rawValue: text.lowercased()) else {
+                throw ConfigError("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
+            }
+            config.logLevel = level
+        }, render: { $0.logLevel.rawValue }),
+        Directive(name: "logfile", apply: { $0.logFile = try one($1, "logfile") }, render: { $0.logFile }),
+        Directive(name: "proto-max-bulk-len", apply: { config, args in
+            let value = try size(args, "proto-max-bulk-len")
+            guard value >= 1024 * 1024 else { throw ConfigError("proto-max-bulk-len must be at least 1mb") }
+            config.protoMaxBulkLen = value
+        }, render: { "\($0.protoMaxBulkLen)" }),
+        Directive(name: "client-query-buffer-limit", apply: { config, args in
+            let value = try size(args, "client-query-buffer-limit")
+            guard value >= 1024 * 1024 else { throw ConfigError("client-query-buffer-limit must be at least 1mb") }
+            config.clientQueryBufferLimit = value
+        }, render: { "\($0.clientQueryBufferLimit)" }),
+        Directive(name: "default-capacity", apply: { $0.defaultCapacity = try size($1, "default-capacity") },
+                  render: { "\($0.defaultCapacity)" }),
+        Directive(name: "eviction-policy", apply: { $0.evictionPolicy = try policy(one($1, "eviction-policy")) },
+                  render: { $0.evictionPolicy.rawValue }),
+        Directive(name: "maxmemory-policy", apply: { $0.evictionPolicy = try policy(one($1, "maxmemory-policy")) },
+                  render: { $0.evictionPolicy.rawValue }),
+        Directive(name: "cache", apply: { config, args in
+            guard args.count == 2 || args.count == 3 else {
+                throw ConfigError("usage: cache <name> <size> [fifo|lru|volatile-ttl|noeviction]")
+            }
+            guard let name = try? SQLiteKVCache.canonicalHandle(args[0]) else {
+                throw ConfigError("invalid cache name '\(args[0])': use 1 to 64 of a-z 0-9 . _ -")
+            }
+            guard let capacity = parseMemorySize(args[1]) else {
+                throw ConfigError("cache size must be a memory value (like 256mb): '\(args[1])'")
+            }
+            config.caches[name] = CacheSettings(capacity: capacity, policy: try args.count == 3 ? policy(args[2]) : nil)
+        }, render: { config in
+            config.caches.keys.sorted().map { name in
+                let settings = config.caches[name]!
+                return "\(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
+            }.joined(separator: " ")
+        }),
+        Directive(name: "sqlite-cache-size", apply: { $0.pageCacheBytes = try size($1, "sqlite-cache-size") },
+                  render: { "\($0.pageCacheBytes)" }),
+    ]
+
+    static let directivesByName: [String: Directive] = Dictionary(uniqueKeysWithValues: directives.map { ($0.name, $0) })
+
+    /// Applies one directive.
+    /// - Throws: `ConfigError` for an unknown name or bad arguments.
+    mutating func apply(_ name: String, _ args: [String]) throws {
+        guard let directive = Self.directivesByName[name.lowercased()] else {
+            throw ConfigError("Bad directive or wrong number of arguments: '\(name)'")
+        }
+        try directive.apply(&self, args)
+    }
+
+    /// Applies the lines of a config file: `name value...`, `#` comments,
+    /// Redis's quoting.
+    mutating func apply(fileContents: String, path: String) throws {
+        for (number, rawLine) in fileContents.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: " \t\r")
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let words = Array(line.utf8).withUnsafeBytes { splitArguments($0) }
+            guard let words, let first = words.first else {
+                throw ConfigError("\(path), line \(number + 1): unbalanced quotes in '\(line)'")
+            }
+            do {
+                try apply(String(decoding: first, as: UTF8.self), words.dropFirst().map { String(decoding: $0, as: UTF8.self) })
+            } catch let error as ConfigError {
+                throw ConfigError("\(path), line \(number + 1) ('\(line)'): \(error.description)")
+            }
+        }
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in set: String) -> String {
+        let chars = Set(set)
+        var s = Substring(self)
+        while let f = s.first, chars.contains(f) { s = s.dropFirst() }
+        while let l = s.last, chars.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+/// Parses a size the way Redis's `memtoll` does: a whole number with an
+/// optional unit, `k`/`m`/`g` (powers of 1000) or `kb`/`mb`/`gb` (powers of 1024).
+/// - Returns: nil for anything else or a negative size.
+public func parseMemorySize(_ text: String) -> Int? {
+    let lower = text.lowercased()
+    let units: [(String, Int)] = [("kb", 1024), ("mb", 1024 * 1024), ("gb", 1024 * 1024 * 1024),
+                                  ("k", 1000), ("m", 1_000_000), ("g", 1_000_000_000), ("b", 1)]
+    var digits = Substring(lower)
+    var multiplier = 1
+    for (suffix, factor) in units where lower.hasSuffix(suffix) {
+        digits = lower.dropLast(suffix.count)
+        multiplier = factor
+        break
+    }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let value = Int(digits), value >= 0 else { return nil }
+    let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
+    return overflow ? nil : product
+}

@@ -1,0 +1,67 @@
+import RESP
+
+/// One client: its socket, parse state, pending replies and session state.
+final class Connection {
+    let id: Int64
+    let fd: Int32
+    /// The epoll token: descriptor in the low half, generation in the high half.
+    let token: UInt64
+    let peer: String
+    let peerIsLoopback: Bool
+    let local: String
+    let createdAt: Int64
+
+    var parser: RequestParser
+    let input = ReadBuffer()
+    /// Replies not yet sent: bytes `[outputSent, output.count)`.
+    var output: [UInt8] = []
+    var outputSent = 0
+
+    var cache: OpenCache
+    var name: [UInt8] = []
+    var lastInteraction: Int64
+    var lastCommand = "NULL"
+    var protocolVersion = 2
+
+    /// Reply, then close (QUIT, protocol errors, end of stream).
+    var closeAfterReply = false
+    var closed = false
+    /// Registered for EPOLLOUT because a write was short.
+    var waitingToWrite = false
+    /// Queued to have its output flushed at the end of the loop iteration.
+    var queuedForFlush = false
+
+    init(id: Int64, fd: Int32, token: UInt64, peer: SocketAddress?, local: String, cache: OpenCache,
+         limits: RequestLimits, now: Int64) {
+        self.id = id
+        self.fd = fd
+        self.token = token
+        self.peer = peer?.description ?? "?:0"
+        self.peerIsLoopback = peer?.isLoopback ?? false
+        self.local = local
+        self.cache = cache
+        self.parser = RequestParser(limits: limits)
+        self.createdAt = now
+        self.lastInteraction = now
+    }
+
+    var pendingOutput: Int { output.count - outputSent }
+
+    /// The `db=` field: the index for `db<n>`, the name otherwise.
+    var databaseLabel: String {
+        cache.databaseIndex.map(String.init) ?? cache.name
+    }
+
+    /// A `CLIENT LIST`/`CLIENT INFO` line, in Redis's field order.
+    func infoLine(now: Int64) -> String {
+        let age = (now - createdAt) / 1000
+        let idle = (now - lastInteraction) / 1000
+        let nameText = String(decoding: name, as: UTF8.self)
+        let events = waitingToWrite ? "rw" : "r"
+        return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=N "
+            + "db=\(databaseLabel) sub=0 psub=0 ssub=0 multi=-1 qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
+            + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
+            + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
+            + "events=\(events) cmd=\(lastCommand) user=default redir=-1 resp=\(protocolVersion)"
+    }
+}

@@ -1,0 +1,34 @@
+import SQLiteKVCache
+
+/// An error reply: the whole text after `-`, prefix included
+/// (`ERR syntax error`, `WRONGTYPE ...`, `NOPROTO ...`).
+struct ReplyError: Error, Equatable {
+    let text: String
+
+    init(_ text: String) { self.text = text }
+
+    static let syntax = ReplyError("ERR syntax error")
+    static let notInteger = ReplyError("ERR value is not an integer or out of range")
+    static let notFloat = ReplyError("ERR value is not a valid float")
+    static let dbIndexOutOfRange = ReplyError("ERR DB index is out of range")
+    static let noSuchKey = ReplyError("ERR no such key")
+    static let overflow = ReplyError("ERR increment or decrement would overflow")
+    static let oom = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+
+    static func wrongArity(_ name: String) -> ReplyError {
+        ReplyError("ERR wrong number of arguments for '\(name)' command")
+    }
+
+    static func unknownSubcommand(_ sub: [UInt8], of command: String) -> ReplyError {
+        ReplyError("ERR unknown subcommand '\(String(decoding: sub.prefix(128), as: UTF8.self))'. Try \(command.uppercased()) HELP.")
+    }
+
+    /// The reply for an engine error: SQLite failures keep SQLite's text;
+    /// a `noeviction` cache at capacity answers as Redis does at maxmemory.
+    static func engine(_ error: SQLiteKVCache.Error) -> ReplyError {
+        switch error {
+        case .capacityExceeded: return .oom
+        default: return ReplyError("ERR \(error.description)")
+        }
+    }
+}

@@ -1,0 +1,453 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import RESP
+import SQLiteKVCache
+
+/// The server: one thread running an epoll loop over the listening sockets,
+/// the clients and a signalfd. Each loop iteration reads what is ready, runs
+/// the complete commands, commits the iteration's writes (one transaction per
+/// cache touched), and only then sends the replies: a write is acknowledged
+/// after it is committed.
+public final class Server {
+    public static let version = "0.1.0"
+    /// The Redis version whose behaviour this server follows.
+    public static let redisVersion = "7.0.15"
+
+    var config: ServerConfig
+    let logger: Logger
+    private let epoll: Epoll
+    private let signals: SignalSource
+    private var listeners: [(fd: Int32, address: SocketAddress)] = []
+    let registry: CacheRegistry
+    let commands: CommandTable
+    var stats = ServerStats()
+    let startedAt: Int64
+
+    /// Clients by descriptor.
+    private var connections: [Connection?] = []
+    private(set) var clientCount = 0
+    private var nextClientID: Int64 = 1
+    private var generation: UInt32 = 0
+
+    /// Caches written in this iteration, committed before replies go out.
+    private var dirtyCaches: [OpenCache] = []
+    /// Replies to writes in this iteration, patched if their cache's commit fails.
+    private var batchWrites: [(connection: Connection, start: Int, end: Int, cache: OpenCache)] = []
+    /// Caches the running command wrote to.
+    private var touchedByCommand: [OpenCache] = []
+    private var pendingFlush: [Connection] = []
+    private var running = true
+    private var lastCron: Int64 = 0
+
+    private static let signalToken: UInt64 = 1 << 63
+    private static let listenerTokenBase: UInt64 = (1 << 63) | (1 << 62)
+    private static let readChunk = 64 * 1024
+
+    /// Binds the listening sockets and prepares the loop; no client is served until `run()`.
+    /// - Throws: `ConfigError` or `SystemError` with a message fit for the user.
+    public init(config: ServerConfig, logger: Logger) throws {
+        self.config = config
+        self.logger = logger
+        self.startedAt = Server.nowMilliseconds()
+        SignalSource.ignoreBrokenPipe()
+        raiseDescriptorLimit(for: config.maxClients, logger: logger)
+        signals = try SignalSource(signals: [SIGTERM, SIGINT])
+        epoll = try Epoll()
+        registry = try CacheRegistry(config: config, logger: logger)
+        commands = CommandTable.standard
+        try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
+        if config.port != 0 {
+            for host in config.bind {
+                guard let address = SocketAddress(host: host, port: config.port) else {
+                    throw ConfigError("invalid bind address '\(host)'")
+                }
+                let fd: Int32
+                do {
+                    fd = try Posix.listen(on: address)
+                } catch {
+                    throw ConfigError("could not listen on \(address): \(String(cString: strerror(error.errno)))")
+                }
+                let bound = Posix.localAddress(fd) ?? address
+                try epoll.add(fd, token: Self.listenerTokenBase | UInt64(listeners.count), interest: .readable)
+                listeners.append((fd, bound))
+            }
+        }
+    }
+
+    /// The addresses actually listened on (port 0 in a bind picks a free port).
+    public var listeningAddresses: [String] { listeners.map { $0.address.description } }
+
+    static func nowMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    // MARK: The loop
+
+    /// Serves until SIGTERM or SIGINT, then shuts down cleanly: stops
+    /// accepting, sends pending replies, closes every cache.
+    public func run() throws {
+        logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
+            + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
+        while running {
+            try epoll.wait(timeoutMilliseconds: 100) { event in
+                self.handle(event)
+            }
+            commitBatches()
+            flushPending()
+            let now = Self.nowMilliseconds()
+            if now - lastCron >= 100 {
+                lastCron = now
+                cron(now: now)
+            }
+        }
+        shutdown()
+    }
+
+    private func handle(_ event: Epoll.Event) {
+        if event.token == Self.signalToken {
+            for signal in signals.drain() {
+                logger.notice("Received \(signal == SIGINT ? "SIGINT" : "SIGTERM"), scheduling shutdown...")
+                running = false
+            }
+            return
+        }
+        if event.token & Self.listenerTokenBase == Self.listenerTokenBase {
+            acceptClients(on: listeners[Int(event.token & 0xffff)].fd)
+            return
+        }
+        let fd = Int(event.token & 0xffff_ffff)
+        guard fd < connections.count, let connection = connections[fd], connection.token == event.token else {
+            return  // stale: the descriptor was closed (and perhaps reused) since
+        }
+        if event.readable { readAndExecute(connection) }
+        // Replies go out only after this iteration's commit: queue, never flush here.
+        if event.writable && !connection.closed && connection.waitingToWrite { queueFlush(connection) }
+    }
+
+    // MARK: Clients
+
+    private func acceptClients(on listener: Int32) {
+        for _ in 0..<1000 {
+            let accepted: IOResult<(Int32, sockaddr_storage)>
+            do {
+                accepted = try Posix.accept(listener)
+            } catch {
+                logger.warning("Accepting client connection: \(error)")
+                return
+            }
+            guard case .done(let (fd, storage)) = accepted else { return }
+            stats.totalConnectionsReceived += 1
+            if clientCount >= config.maxClients {
+                let message = Array("-ERR max number of clients reached\r\n".utf8)
+                message.withUnsafeBytes { _ = try? Posix.write(fd, $0) }
+                Posix.close(fd)
+                stats.rejectedConnections += 1
+                continue
+            }
+            try? Posix.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            generation = generation == 0x7fff_ffff ? 1 : generation + 1
+            let token = UInt64(generation) << 32 | UInt64(UInt32(fd))
+            let cache: OpenCache
+            do {
+                cache = try registry.cache(named: "db0")
+            } catch {
+                logger.warning("Cannot open db0 for a new client: \(error.text)")
+                Posix.close(fd)
+                continue
+            }
+            let now = Self.nowMilliseconds()
+            let local = Posix.localAddress(fd)?.description ?? listeners.first?.address.description ?? ""
+            let connection = Connection(
+                id: nextClientID, fd: fd, token: token, peer: SocketAddress(storage: storage), local: local,
+                cache: cache, limits: requestLimits, now: now)
+            nextClientID += 1
+            do {
+                try epoll.add(fd, token: token, interest: .readable)
+            } catch {
+                logger.warning("Registering client: \(error)")
+                Posix.close(fd)
+                continue
+            }
+            if fd >= connections.count {
+                connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
+            }
+            connections[Int(fd)] = connection
+            clientCount += 1
+            logger.debug("Accepted \(connection.peer)")
+        }
+    }
+
+    var requestLimits: RequestLimits {
+        RequestLimits(maxBulkLength: config.protoMaxBulkLen)
+    }
+
+    /// Closes a client now, dropping anything unsent.
+    func close(_ connection: Connection) {
+        guard !connection.closed else { return }
+        connection.closed = true
+        epoll.remove(connection.fd)
+        Posix.close(connection.fd)
+        if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {
+            connections[Int(connection.fd)] = nil
+        }
+        clientCount -= 1
+    }
+
+    /// Every connected client, in id order.
+    var allConnections: [Connection] {
+        connections.compactMap { $0 }.sorted { $0.id < $1.id }
+    }
+
+    /// Reads what the socket has (a bounded amount) and runs every complete command in it.
+    private func readAndExecute(_ connection: Connection) {
+        if connection.closeAfterReply {
+            // Nothing more will be run for this client: discard input, notice EOF.
+            var scratch = [UInt8](repeating: 0, count: 4096)
+            let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { close(connection) }
+            return
+        }
+        var endOfStream = false
+        do {
+            switch try connection.input.read(from: connection.fd, chunk: Self.readChunk) {
+            case .wouldBlock: return
+            case .done(0): endOfStream = true
+            case .done: break
+            }
+        } catch {
+            logger.verbose("Reading from client \(connection.peer): \(error)")
+            close(connection)
+            return
+        }
+        connection.lastInteraction = Self.nowMilliseconds()
+        executeBuffered(connection)
+        if connection.closed { return }
+        if connection.input.count + connection.parser.pendingArgumentBytes > config.clientQueryBufferLimit {
+            logger.warning("Closing client \(connection.peer) that reached max query buffer length "
+                + "(\(connection.input.count + connection.parser.pendingArgumentBytes) bytes)")
+            close(connection)
+            return
+        }
+        if endOfStream {
+            // Send what is owed for the commands already read, then close.
+            connection.closeAfterReply = true
+        }
+        queueFlush(connection)
+    }
+
+    /// Parses and runs every complete request in the input buffer.
+    private func executeBuffered(_ connection: Connection) {
+        connection.input.consume { buffer in
+            var index = 0
+            while !connection.closeAfterReply && !connection.closed {
+                let request: [[UInt8]]?
+                do {
+                    request = try connection.parser.next(buffer, index: &index)
+                } catch let error as ProtocolError {
+                    connection.replyError(ReplyError("ERR \(error.message)"))
+                    connection.closeAfterReply = true
+                    logger.verbose("Protocol error (\(error.message)) from client \(connection.peer)")
+                    return buffer.count
+                } catch {
+                    preconditionFailure("the request parser throws only ProtocolError")
+                }
+                guard let request else { break }
+                execute(request, for: connection)
+            }
+            return index
+        }
+        if connection.input.count == 0 { connection.input.shrinkIfIdle(keep: 64 * 1024) }
+    }
+
+    /// Runs one command and appends its reply.
+    func execute(_ args: [[UInt8]], for connection: Connection) {
+        stats.totalCommandsProcessed += 1
+        let start = connection.output.count
+        guard let command = commands.lookup(args[0]) else {
+            connection.replyError(CommandTable.unknownCommandError(args))
+            stats.totalErrorReplies += 1
+            return
+        }
+        connection.lastCommand = command.name
+        guard command.accepts(argumentCount: args.count) else {
+            connection.replyError(.wrongArity(command.name))
+            stats.totalErrorReplies += 1
+            return
+        }
+        touchedByCommand.removeAll(keepingCapacity: true)
+        do {
+            try command.handler(CommandContext(server: self, connection: connection, args: args))
+        } catch let error as ReplyError {
+            connection.replyError(error)
+            stats.totalErrorReplies += 1
+        } catch let error as SQLiteKVCache.Error {
+            connection.replyError(.engine(error))
+            stats.totalErrorReplies += 1
+        } catch {
+            connection.replyError(ReplyError("ERR \(error)"))
+            stats.totalErrorReplies += 1
+        }
+        for cache in touchedByCommand {
+            batchWrites.append((connection, start, connection.output.count, cache))
+        }
+    }
+
+    // MARK: Group commit
+
+    /// The engine of `cache`, joined to this iteration's batch, for a write.
+    func writable(_ cache: OpenCache) throws -> SQLiteKVCache {
+        if !cache.inBatch {
+            try cache.engine.beginBatch()
+            cache.inBatch = true
+            dirtyCaches.append(cache)
+        }
+        if !touchedByCommand.contains(where: { $0 === cache }) { touchedByCommand.append(cache) }
+        return cache.engine
+    }
+
+    /// Commits each cache written in this iteration. When a commit fails, the
+    /// replies to that cache's writes become the error before anything is sent.
+    private func commitBatches() {
+        guard !dirtyCaches.isEmpty else { return }
+        var failed: [ObjectIdentifier: ReplyError] = [:]
+        for cache in dirtyCaches {
+            cache.inBatch = false
+            do {
+                try cache.engine.commitBatch()
+            } catch {
+                logger.warning("Commit to cache '\(cache.name)' failed: \(error)")
+                failed[ObjectIdentifier(cache)] = .engine(error)
+            }
+        }
+        dirtyCaches.removeAll(keepingCapacity: true)
+        if !failed.isEmpty {
+            // Latest first, so a patch never moves the ranges still to patch.
+            for write in batchWrites.reversed() {
+                guard let error = failed[ObjectIdentifier(write.cache)], !write.connection.closed else { continue }
+                var replacement: [UInt8] = []
+                RESPEncoder.error(error.text, into: &replacement)
+                write.connection.output.replaceSubrange(write.start..<write.end, with: replacement)
+            }
+        }
+        batchWrites.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Writing replies
+
+    private func queueFlush(_ connection: Connection) {
+        guard !connection.queuedForFlush else { return }
+        connection.queuedForFlush = true
+        pendingFlush.append(connection)
+    }
+
+    private func flushPending() {
+        for connection in pendingFlush {
+            connection.queuedForFlush = false
+            if !connection.closed { flush(connection) }
+        }
+        pendingFlush.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes as much pending output as the socket takes; waits for EPOLLOUT
+    /// when it takes less; closes the client once done if it asked for that.
+    private func flush(_ connection: Connection) {
+        while connection.pendingOutput > 0 {
+            let result: IOResult<Int>
+            do {
+                result = try connection.output.withUnsafeBytes { raw throws(SystemError) in
+                    try Posix.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputSent...]))
+                }
+            } catch {
+                logger.verbose("Writing to client \(connection.peer): \(error)")
+                close(connection)
+                return
+            }
+            switch result {
+            case .done(let n):
+                connection.outputSent += n
+            case .wouldBlock:
+                if !connection.waitingToWrite {
+                    connection.waitingToWrite = true
+                    try? epoll.modify(connection.fd, token: connection.token, interest: [.readable, .writable])
+                }
+                return
+            }
+        }
+        if connection.output.capacity > 1 << 20 {
+            connection.output = []
+        } else {
+            connection.output.removeAll(keepingCapacity: true)
+        }
+        connection.outputSent = 0
+        if connection.waitingToWrite {
+            connection.waitingToWrite = false
+            try? epoll.modify(connection.fd, token: connection.token, interest: .readable)
+        }
+        if connection.closeAfterReply { close(connection) }
+    }
+
+    // MARK: Periodic work
+
+    private func cron(now: Int64) {
+        if config.timeout > 0 {
+            let limit = Int64(config.timeout) * 1000
+            for connection in connections.compactMap({ $0 }) where now - connection.lastInteraction > limit {
+                logger.verbose("Closing idle client \(connection.peer)")
+                close(connection)
+            }
+        }
+    }
+
+    // MARK: Shutdown
+
+    private func shutdown() {
+        for listener in listeners {
+            epoll.remove(listener.fd)
+            Posix.close(listener.fd)
+        }
+        listeners.removeAll()
+        commitBatches()
+        // Give clients a bounded moment to take their pending replies.
+        let deadline = Self.nowMilliseconds() + 2000
+        var waiting = connections.compactMap { $0 }.filter { $0.pendingOutput > 0 }
+        while !waiting.isEmpty && Self.nowMilliseconds() < deadline {
+            for connection in waiting {
+                connection.waitingToWrite = false
+                flush(connection)
+            }
+            waiting = waiting.filter { !$0.closed && $0.pendingOutput > 0 }
+            if !waiting.isEmpty { usleep(10_000) }
+        }
+        for connection in connections.compactMap({ $0 }) { close(connection) }
+        registry.closeAll()
+        logger.notice("kvcache-server is now ready to exit, bye bye...")
+    }
+}
+
+/// Counters INFO reports.
+struct ServerStats {
+    var totalCommandsProcessed = 0
+    var totalConnectionsReceived = 0
+    var rejectedConnections = 0
+    var totalErrorReplies = 0
+    var keyspaceHits = 0
+    var keyspaceMisses = 0
+}
+
+/// Raises the soft descriptor limit so `maxclients` clients fit, as Redis does.
+private func raiseDescriptorLimit(for maxClients: Int, logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    let wanted = rlim_t(maxClients + 64)
+    guard limit.rlim_cur < wanted else { return }
+    var raised = limit
+    raised.rlim_cur = min(wanted, limit.rlim_max)
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 || raised.rlim_cur < wanted {
+        logger.warning("You requested maxclients of \(maxClients) requiring at least \(wanted) max file descriptors, "
+            + "but the limit is \(raised.rlim_cur); clients past it will be refused.")
+    }
+}

@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+
+/// A failed system call: the function's name and errno.
+public struct SystemError: Error, CustomStringConvertible, Equatable {
+    public let function: String
+    public let errno: Int32
+
+    public var description: String { "\(function): \(String(cString: strerror(errno)))" }
+}
+
+/// The result of a non-blocking call.
+enum IOResult<T> {
+    case done(T)
+    case wouldBlock
+}
+
+/// Every system call goes through here: retry on EINTR, report EAGAIN as
+/// `.wouldBlock`, stop on EBADF/EFAULT (our bugs), throw anything else.
+enum Posix {
+    @inline(never)
+    static func call(_ function: String, _ body: () -> Int) throws(SystemError) -> IOResult<Int> {
+        while true {
+            let result = body()
+            if result >= 0 { return .done(result) }
+            let err = errno
+            switch err {
+            case EINTR: continue
+            case EAGAIN: return .wouldBlock
+            case EBADF, EFAULT: preconditionFailure("\(function) failed with \(String(cString: strerror(err))): a descriptor bug")
+            default: throw SystemError(function: function, errno: err)
+            }
+        }
+    }
+
+    /// Like `call`, for calls that never return EAGAIN.
+    @inline(never)
+    static func must(_ function: String, _ body: () -> Int32) throws(SystemError) -> Int32 {
+        while true {
+            let result = body()
+            if result >= 0 { return result }
+            let err = errno
+            if err == EINTR { continue }
+            if err == EBADF || err == EFAULT {
+                preconditionFailure("\(function) failed with \(String(cString: strerror(err))): a descriptor bug")
+            }
+            throw SystemError(function: function, errno: err)
+        }
+    }
+
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+        try call("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+    }
+
+    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+        try call("write") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    static func close(_ fd: Int32) {
+        // Linux releases the descriptor even when close reports EINTR: never retry.
+        _ = Glibc.close(fd)
+    }
+
+    /// Accepts one connection, non-blocking and close-on-exec.
+    /// - Returns: the descriptor and the peer's address, or `.wouldBlock`.
+    static func accept(_ fd: Int32) throws(SystemError) -> IOResult<(Int32, sockaddr_storage)> {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = try withUnsafeMutablePointer(to: &address) { pointer throws(SystemError) in
+            try call("accept4") {
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Int(accept4(fd, $0, &length, kv_SOCK_NONBLOCK | kv_SOCK_CLOEXEC))
+                }
+            }
+        }
+        switch result {
+        case .wouldBlock: return .wouldBlock
+        case .done(let client): return .done((Int32(client), address))
+        }
+    }
+
+    static func setNonBlocking(_ fd: Int32) throws(SystemError) {
+        let flags = try must("fcntl") { fcntl(fd, F_GETFL) }
+        _ = try must("fcntl") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+    }
+
+    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
+        var value = value
+        _ = try must("setsockopt") {
+            setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+}

@@ -1,0 +1,110 @@
+/// Appends RESP2 replies to a byte buffer. Integers are formatted without
+/// going through `String`.
+public enum RESPEncoder {
+    public static let ok: [UInt8] = Array("+OK\r\n".utf8)
+    public static let nullBulk: [UInt8] = Array("$-1\r\n".utf8)
+    public static let nullArray: [UInt8] = Array("*-1\r\n".utf8)
+    public static let emptyArray: [UInt8] = Array("*0\r\n".utf8)
+
+    /// `+text\r\n`. The text must not contain \r or \n.
+    @inlinable
+    public static func simpleString(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "+"))
+        out.append(contentsOf: text.utf8)
+        out.append(0x0d); out.append(0x0a)
+    }
+
+    /// `-text\r\n`: `text` includes the prefix (`ERR ...`, `WRONGTYPE ...`).
+    /// Newlines in it are replaced by spaces, as Redis does.
+    @inlinable
+    public static func error(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "-"))
+        for byte in text.utf8 {
+            out.append(byte == 0x0d || byte == 0x0a ? 0x20 : byte)
+        }
+        out.append(0x0d); out.append(0x0a)
+    }
+
+    /// `:n\r\n`.
+    @inlinable
+    public static func integer(_ value: Int64, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: ":"))
+        appendDecimal(value, into: &out)
+        out.append(0x0d); out.append(0x0a)
+    }
+
+    @inlinable
+    public static func integer(_ value: Int, into out: inout [UInt8]) {
+        integer(Int64(value), into: &out)
+    }
+
+    /// `$len\r\nbytes\r\n`.
+    @inlinable
+    public static func bulk<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
+        out.append(UInt8(ascii: "$"))
+        appendDecimal(Int64(bytes.count), into: &out)
+        out.append(0x0d); out.append(0x0a)
+        out.append(contentsOf: bytes)
+        out.append(0x0d); out.append(0x0a)
+    }
+
+    /// A bulk string of the UTF-8 of `text`.
+    @inlinable
+    public static func bulk(_ text: String, into out: inout [UInt8]) {
+        bulk(Array(text.utf8), into: &out)
+    }
+
+    /// `$-1\r\n`, the null bulk string (distinct from the empty one).
+    @inlinable
+    public static func null(into out: inout [UInt8]) {
+        out.append(contentsOf: nullBulk)
+    }
+
+    /// A bulk string, or the null bulk for nil.
+    @inlinable
+    public static func optionalBulk(_ bytes: [UInt8]?, into out: inout [UInt8]) {
+        if let bytes { bulk(bytes, into: &out) } else { null(into: &out) }
+    }
+
+    /// `*count\r\n`; the elements follow.
+    @inlinable
+    public static func arrayHeader(_ count: Int, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "*"))
+        appendDecimal(Int64(count), into: &out)
+        out.append(0x0d); out.append(0x0a)
+    }
+
+    /// `*-1\r\n`, the null array.
+    @inlinable
+    public static func nullArray(into out: inout [UInt8]) {
+        out.append(contentsOf: nullArray)
+    }
+
+    /// An array of bulk strings.
+    @inlinable
+    public static func bulkArray(_ items: [[UInt8]], into out: inout [UInt8]) {
+        arrayHeader(items.count, into: &out)
+        for item in items { bulk(item, into: &out) }
+    }
+
+    /// Appends the decimal digits of `value`.
+    @inlinable
+    public static func appendDecimal(_ value: Int64, into out: inout [UInt8]) {
+        if value >= 0 && value < 10 {
+            out.append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { raw in
+            repeat {
+                raw[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[(24 - count)...]))
+        }
+    }
+}

@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An incremental parser for client requests: RESP2 multibulk arrays of bulk
+/// strings, and inline commands (a line of words, Redis's quoting rules).
+///
+/// State lives in the parser, one per connection, so a partial frame resumes
+/// where it stopped: a count line or bulk header, once read, is never read
+/// again. Limits are enforced as bytes arrive; nothing is allocated from a
+/// count or length read off the wire.
+public struct RequestParser: Sendable {
+    public var limits: RequestLimits
+
+    /// Elements still to read of the current multibulk request; 0 between requests.
+    private var multibulkRemaining = 0
+    /// Length of the bulk whose header was read; -1 when the next header is due.
+    private var bulkLength = -1
+    private var args: [[UInt8]] = []
+    /// Payload bytes held in `args` of the unfinished request.
+    public private(set) var pendingArgumentBytes = 0
+
+    public init(limits: RequestLimits = RequestLimits()) {
+        self.limits = limits
+    }
+
+    /// True when a request has been partly read.
+    public var isMidRequest: Bool { multibulkRemaining > 0 }
+
+    /// Reads the next complete request from `buffer[index...]`.
+    ///
+    /// - Returns: the request's arguments (never empty), or nil when more bytes
+    ///   are needed. Empty inline lines and `*0`/`*-1` are skipped.
+    /// - Postcondition: `index` is past every byte consumed, including the parts
+    ///   of an unfinished request kept in the parser's state.
+    /// - Throws: `ProtocolError`; the connection should reply and close.
+    public mutating func next(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> [[UInt8]]? {
+        while index < buffer.count {
+            if multibulkRemaining == 0 {
+                if buffer[index] == UInt8(ascii: "*") {
+                    guard let started = try readMultibulkCount(buffer, index: &index) else { return nil }
+                    if !started { continue }  // *0 or negative: nothing to run
+                } else {
+                    guard let line = try readInline(buffer, index: &index) else { return nil }
+                    if line.isEmpty { continue }
+                    return line
+                }
+            }
+            guard let request = try readBulks(buffer, index: &index) else { return nil }
+            return request
+        }
+        return nil
+    }
+
+    // MARK: Multibulk
+
+    /// Reads `*<count>\r\n`.
+    /// - Returns: nil if the line is incomplete; false for a count ≤ 0; true when elements follow.
+    private mutating func readMultibulkCount(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> Bool? {
+        guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: index) else {
+            if buffer.count - index > limits.maxInlineLength { throw .tooBigMultibulkCountString }
+            return nil
+        }
+        guard cr + 1 < buffer.count else { return nil }  // wait for the \n
+        let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<cr])
+        guard let count = parseStrictInt64(digits), count <= Int64(limits.maxMultibulkCount) else {
+            throw .invalidMultibulkLength
+        }
+        index = cr + 2
+        guard count > 0 else { return false }
+        multibulkRemaining = Int(count)
+        bulkLength = -1
+        args = []
+        args.reserveCapacity(min(Int(count), 16))
+        pendingArgumentBytes = 0
+        return true
+    }
+
+    /// Reads bulk strings until the request is complete or bytes run out.
+    private mutating func readBulks(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> [[UInt8]]? {
+        while multibulkRemaining > 0 {
+            if bulkLength < 0 {
+                guard index < buffer.count else { return nil }
+                guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: index) else {
+                    if buffer.count - index > limits.maxInlineLength { throw .tooBigBulkCountString }
+                    return nil
+                }
+                guard cr + 1 < buffer.count else { return nil }
+                guard buffer[index] == UInt8(ascii: "$") else { throw .expectedDollar(got: buffer[index]) }
+                let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<cr])
+                guard let length = parseStrictInt64(digits), length >= 0, length <= Int64(limits.maxBulkLength) else {
+                    throw .invalidBulkLength
+                }
+                bulkLength = Int(length)
+                index = cr + 2
+            }
+            // The payload and its \r\n must both be here (the \r\n is skipped, as Redis does).
+            guard buffer.count - index >= bulkLength + 2 else { return nil }
+            args.append([UInt8](UnsafeRawBufferPointer(rebasing: buffer[index..<(index + bulkLength)])))
+            pendingArgumentBytes += bulkLength
+            index += bulkLength + 2
+            bulkLength = -1
+            multibulkRemaining -= 1
+        }
+        let request = args
+        args = []
+        pendingArgumentBytes = 0
+        return request
+    }
+
+    // MARK: Inline
+
+    /// Reads one inline line (ending in \n, an optional \r before it removed).
+    /// - Returns: nil if no full line yet; the split words otherwise (empty for a blank line).
+    private func readInline(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> [[UInt8]]? {
+        guard let newline = find(UInt8(ascii: "\n"), in: buffer, from: index) else {
+            if buffer.count - index > limits.maxInlineLength { throw .tooBigInlineRequest }
+            return nil
+        }
+        var end = newline
+        if end > index && buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: buffer[index..<end])
+        guard let words = splitArguments(line) else { throw .unbalancedQuotes }
+        index = newline + 1
+        return words
+    }
+
+    private func find(_ byte: UInt8, in buffer: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < buffer.count, let base = buffer.baseAddress else { return nil }
+        guard let hit = memchr(base + start, Int32(byte), buffer.count - start) else { return nil }
+        return base.distance(to: UnsafeRawPointer(hit))
+    }
+}
+
+/// Splits a line into words the way Redis's `sdssplitargs` does: blanks
+/// separate words; "double quotes" take \n \r \t \b \a \xHH and \\ escapes;
+/// 'single quotes' take \' only; a closing quote must end the word.
+/// - Returns: nil for unbalanced quotes (or a closing quote not followed by a blank).
+public func splitArguments(_ line: UnsafeRawBufferPointer) -> [[UInt8]]? {
+    func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09 || c == 0x0b || c == 0x0c }
+    func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+    var words: [[UInt8]] = []
+    var i = 0
+    // Redis splits a C string: a NUL byte ends the line.
+    let n = line.firstIndex(of: 0) ?? line.count
+    while true {
+        while i < n && isSpace(line[i]) { i += 1 }
+        if i >= n { return words }
+        var word: [UInt8] = []
+        var inDouble = false, inSingle = false, done = false
+        while !done {
+            if inDouble {
+                guard i < n else { return nil }
+                let c = line[i]
+                if c == UInt8(ascii: "\\") && i + 3 < n && line[i + 1] == UInt8(ascii: "x"),
+                   let hi = hexValue(line[i + 2]), let lo = hexValue(line[i + 3]) {
+                    word.append(hi << 4 | lo)
+                    i += 3
+                } else if c == UInt8(ascii: "\\") && i + 1 < n {
+                    i += 1
+                    switch line[i] {
+                    case UInt8(ascii: "n"): word.append(0x0a)
+                    case UInt8(ascii: "r"): word.append(0x0d)
+                    case UInt8(ascii: "t"): word.append(0x09)
+                    case UInt8(ascii: "b"): word.append(0x08)
+                    case UInt8(ascii: "a"): word.append(0x07)
+                    default: word.append(line[i])
+                    }
+                } else if c == UInt8(ascii: "\"") {
+                    // The closing quote must be followed by a blank or the end.
+                    if i + 1 < n && !isSpace(line[i + 1]) { return nil }
+                    done = true
+                } else {
+                    word.append(c)
+                }
+            } else if inSingle {
+                guard i < n else { return nil }
+                let c = line[i]
+                if c == UInt8(ascii: "\\") && i + 1 < n && line[i + 1] == UInt8(ascii: "'") {
+                    i += 1
+                    word.append(UInt8(ascii: "'"))
+                } else if c == UInt8(ascii: "'") {
+                    if i + 1 < n && !isSpace(line[i + 1]) { return nil }
+                    done = true
+                } else {
+                    word.append(c)
+                }
+            } else {
+                if i >= n { done = true; break }
+                let c = line[i]
+                switch c {
+                case 0x20, 0x0a, 0x0d, 0x09, 0x00: done = true
+                case UInt8(ascii: "\""): inDouble = true
+                case UInt8(ascii: "'"): inSingle = true
+                default: word.append(c)
+                }
+            }
+            if i < n { i += 1 }
+        }
+        words.append(word)
+    }
+}

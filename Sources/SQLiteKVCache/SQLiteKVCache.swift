@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+
+/// A persistent key-value cache in one SQLite file, `<directory>/<handle>.sqlite`.
+///
+/// Entries are (key, storageDate, metadata, value), all bytes. The cache
+/// keeps its content (key + value + metadata bytes) within `diskCapacity`,
+/// evicting per its policy (oldest storage date first by default); 0 means
+/// unbounded. The file opens lazily on first use and the outcome is kept:
+/// if it failed, every call throws the same error. Safe to call from many
+/// threads; calls are serialized.
+public final class SQLiteKVCache: Sendable {
+    /// Settings beyond the reference initializer's.
+    public struct Configuration: Sendable {
+        /// Content bytes the cache may hold; 0 for unbounded.
+        public var diskCapacity: Int
+        public var evictionPolicy: EvictionPolicy
+        /// SQLite's page cache for this file, in bytes.
+        public var pageCacheBytes: Int
+        /// The time used for expiry, injectable for tests.
+        public var clock: @Sendable () -> Date
+
+        public init(diskCapacity: Int = 0, evictionPolicy: EvictionPolicy = .fifo,
+                    pageCacheBytes: Int = 16 << 20, clock: @escaping @Sendable () -> Date = { Date() }) {
+            self.diskCapacity = diskCapacity
+            self.evictionPolicy = evictionPolicy
+            self.pageCacheBytes = pageCacheBytes
+            self.clock = clock
+        }
+    }
+
+    /// The cache's name as given.
+    public let handle: String
+    /// The directory holding the cache file.
+    public let directory: String
+
+    private enum State {
+        case notOpened(Configuration)
+        case open(CacheStore)
+        case failed(Error)
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a cache; nothing touches the disk until the first call.
+    public convenience init(handle: String, directory: URL, diskCapacity: Int) {
+        self.init(handle: handle, directory: directory.path, configuration: Configuration(diskCapacity: diskCapacity))
+    }
+
+    /// Creates a cache; nothing touches the disk until the first call.
+    public convenience init(handle: String, directory: String, diskCapacity: Int) {
+        self.init(handle: handle, directory: directory, configuration: Configuration(diskCapacity: diskCapacity))
+    }
+
+    /// Creates a cache with full settings; nothing touches the disk until the first call.
+    public init(handle: String, directory: String, configuration: Configuration) {
+        self.handle = handle
+        self.directory = directory
+        self.state = Mutex(.notOpened(configuration))
+    }
+
+    /// Runs `body` on the open store, opening it first if needed.
+    private func withStore<R: Sendable>(_ body: (CacheStore) throws(Error) -> R) throws(Error) -> R {
+        try state.withLock { (state: inout State) throws(Error) -> R in
+            switch state {
+            case .open(let store):
+                return try body(store)
+            case .failed(let error):
+                throw error
+            case .notOpened(let configuration):
+                let store: CacheStore
+                do throws(Error) {
+                    let name = try SQLiteKVCache.canonicalHandle(handle)
+                    store = try CacheStore(
+                        handle: name, directory: directory, capacity: configuration.diskCapacity,
+                        policy: configuration.evictionPolicy, pageCacheBytes: configuration.pageCacheBytes,
+                        clock: configuration.clock)
+                } catch {
+                    state = .failed(error)
+                    throw error
+                }
+                state = .open(store)
+                return try body(store)
+            }
+        }
+    }
+
+    /// Opens the cache file now rather than on first use.
+    /// - Throws: why the cache is unavailable.
+    public func open() throws(Error) {
+        try withStore { _ in }
+    }
+
+    /// Returns the entry stored under `key`.
+    /// - Returns: nil only for a genuine miss (absent or expired).
+    /// - Throws: `readFailed` or the reason the cache is unavailable.
+    public func get(key: [UInt8]) throws(Error) -> Entry? {
+        try withStore { store throws(Error) in try store.get(key: key) }
+    }
+
+    /// Stores an entry, replacing any under the same key, then evicts per
+    /// policy to stay within capacity.
+    /// - Throws: `entryTooLarge` when the entry alone is over capacity,
+    ///   `writeFailed` from SQLite, or the reason the cache is unavailable.
+    public func put(key: [UInt8], storageDate: Date, metadata: [UInt8], value: [UInt8], expiresAt: Int64? = nil) throws(Error) {
+        let entry = Entry(key: key, storageDate: storageDate, metadata: metadata, value: value, expiresAt: expiresAt)
+        try withStore { store throws(Error) in try store.put(entry) }
+    }
+
+    /// Removes the entry under `key`.
+    /// - Returns: whether there was one.
+    @discardableResult
+    public func delete(key: [UInt8]) throws(Error) -> Bool {
+        try withStore { store throws(Error) in try store.delete(key: key) }
+    }
+
+    /// Removes every entry.
+    public func clear() throws(Error) {
+        try withStore { store throws(Error) in try store.clear() }
+    }
+
+    /// The number of entries stored (expired ones not yet removed included).
+    public func count() throws(Error) -> Int {
+        try withStore { store in store.count }
+    }
+
+    /// The content bytes (key + value + metadata) stored.
+    public func contentBytes() throws(Error) -> Int {
+        try withStore { store in store.bytes }
+    }
+
+    /// Entries evicted since this instance opened the file.
+    public func evictedCount() throws(Error) -> Int {
+        try withStore { store in store.evictedCount }
+    }
+
+    /// The capacity in content bytes; 0 for unbounded.
+    public func capacity() throws(Error) -> Int {
+        try withStore { store in store.capacity }
+    }
+
+    /// Sets the capacity and evicts down to it at once.
+    public func setCapacity(_ capacity: Int) throws(Error) {
+        _ = try withStore { store throws(Error) in try store.setCapacity(capacity) }
+    }
+
+    /// The eviction policy in force.
+    public func evictionPolicy() throws(Error) -> EvictionPolicy {
+        try withStore { store in store.policy }
+    }
+
+    /// Sets the eviction policy.
+    public func setEvictionPolicy(_ policy: EvictionPolicy) throws(Error) {
+        _ = try withStore { store in store.policy = policy }
+    }
+
+    /// Starts grouping writes into one transaction until `commitBatch()`.
+    /// Meant for a single owner (the server's loop thread): writes from
+    /// other threads meanwhile join the same batch.
+    public func beginBatch() throws(Error) {
+        try withStore { store in store.beginBatch() }
+    }
+
+    /// Commits the writes grouped since `beginBatch()`.
+    /// - Throws: `writeFailed` when the batch could not be committed; then
+    ///   none of its writes are kept.
+    public func commitBatch() throws(Error) {
+        try withStore { store throws(Error) in try store.commitBatch() }
+    }
+
+    /// Commits, checkpoints the WAL into the file and closes it, releasing
+    /// the lock. Later calls throw `databaseUnavailable`.
+    public func close() {
+        state.withLock { state in
+            if case .open(let store) = state { store.close() }
+            state = .failed(.databaseUnavailable(reason: "cache '\(handle)' is closed"))
+        }
+    }
+
+    deinit {
+        close()
+    }
+}
