@@ -14,6 +14,16 @@ import pytest
 PROTO = "ERR Protocol error: "
 
 
+@pytest.fixture
+def r(server):
+    """Like conftest's `r`, but RESP2: redis-py 8 defaults to protocol 3 and
+    sends HELLO 3 on connect, which a RESP2-only server refuses."""
+    c = server.client(protocol=2)
+    c.flushall()
+    yield c
+    c.close()
+
+
 def mbulk(*args):
     """Encodes one request as a RESP array of bulk strings."""
     out = b"*%d\r\n" % len(args)

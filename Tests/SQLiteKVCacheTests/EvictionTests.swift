@@ -1,0 +1,249 @@
+import Foundation
+import Testing
+@testable import SQLiteKVCache
+
+@Suite("Capacity and eviction")
+struct EvictionTests {
+    let dir = TemporaryDirectory()
+
+    func put(_ c: SQLiteKVCache, _ key: String, size valueSize: Int, date: TimeInterval) throws {
+        try c.put(key: bytes(key), storageDate: Date(timeIntervalSince1970: date), metadata: [],
+                  value: [UInt8](repeating: 7, count: valueSize))
+    }
+
+    @Test func underCapacityNothingIsEvicted() throws {
+        let c = SQLiteKVCache(handle: "under", directory: dir.path, diskCapacity: 1000)
+        for i in 0..<9 { try put(c, "k\(i)", size: 98, date: Double(i)) }  // 9 × 100 bytes
+        #expect(try c.count() == 9)
+        #expect(try c.contentBytes() == 900)
+        #expect(try c.evictedCount() == 0)
+    }
+
+    @Test func overCapacityEvictsOldestFirst() throws {
+        let c = SQLiteKVCache(handle: "over", directory: dir.path, diskCapacity: 1000)
+        // Written out of date order: eviction follows the storage date, not the write order.
+        let dates: [TimeInterval] = [50, 10, 40, 20, 30, 60, 70, 80, 90, 100]
+        for (i, date) in dates.enumerated() { try put(c, "k\(i)", size: 98, date: date) }
+        #expect(try c.contentBytes() == 1000)
+        try put(c, "new", size: 97, date: 200)  // 100 bytes more: one entry must go
+        #expect(try c.contentBytes() <= 1000)
+        #expect(try c.get(key: bytes("k1")) == nil, "date 10 is the oldest")
+        #expect(try c.get(key: bytes("k3")) != nil)
+        try put(c, "new2", size: 196, date: 201)  // 200 bytes: two more go (dates 20 and 30)
+        #expect(try c.get(key: bytes("k3")) == nil)
+        #expect(try c.get(key: bytes("k4")) == nil)
+        #expect(try c.get(key: bytes("k2")) != nil)
+        #expect(try c.get(key: bytes("new2")) != nil)
+        #expect(try c.contentBytes() <= 1000)
+        #expect(try c.evictedCount() == 3)
+    }
+
+    @Test func equalDatesEvictInWriteOrder() throws {
+        let c = SQLiteKVCache(handle: "ties", directory: dir.path, diskCapacity: 300)
+        for name in ["first", "second", "third"] { try put(c, name, size: 100 - name.count, date: 42) }
+        try put(c, "fourth", size: 94, date: 42)
+        #expect(try c.get(key: bytes("first")) == nil)
+        #expect(try c.get(key: bytes("second")) != nil)
+        try put(c, "fifth", size: 95, date: 42)
+        #expect(try c.get(key: bytes("second")) == nil)
+        #expect(try c.get(key: bytes("third")) != nil)
+        #expect(try c.get(key: bytes("fifth")) != nil)
+    }
+
+    @Test func tieBreakHoldsAcrossReopen() throws {
+        do {
+            let c = SQLiteKVCache(handle: "ties2", directory: dir.path, diskCapacity: 200)
+            try put(c, "a", size: 99, date: 1)
+            try put(c, "b", size: 99, date: 1)
+            c.close()
+        }
+        let c = SQLiteKVCache(handle: "ties2", directory: dir.path, diskCapacity: 200)
+        try put(c, "c", size: 99, date: 1)
+        #expect(try c.get(key: bytes("a")) == nil)
+        #expect(try c.get(key: bytes("b")) != nil)
+        #expect(try c.get(key: bytes("c")) != nil)
+    }
+
+    @Test func capacityZeroNeverEvicts() throws {
+        let c = SQLiteKVCache(handle: "unbounded", directory: dir.path, diskCapacity: 0)
+        for i in 0..<300 { try put(c, "k\(i)", size: 1000, date: Double(i)) }
+        #expect(try c.count() == 300)
+        #expect(try c.evictedCount() == 0)
+    }
+
+    @Test func oversizedEntryIsRefusedAndNothingIsLost() throws {
+        let c = SQLiteKVCache(handle: "small", directory: dir.path, diskCapacity: 100)
+        try put(c, "keep", size: 50, date: 1)
+        #expect(throws: SQLiteKVCache.Error.entryTooLarge(size: 104, capacity: 100)) {
+            try put(c, "huge", size: 100, date: 2)
+        }
+        #expect(try c.get(key: bytes("huge")) == nil)
+        #expect(try c.get(key: bytes("keep")) != nil)
+        #expect(try c.contentBytes() == 54)
+    }
+
+    @Test func entryExactlyAtCapacityFits() throws {
+        let c = SQLiteKVCache(handle: "exact", directory: dir.path, diskCapacity: 100)
+        try put(c, "old", size: 10, date: 1)
+        try put(c, "full", size: 96, date: 2)
+        #expect(try c.get(key: bytes("full")) != nil)
+        #expect(try c.get(key: bytes("old")) == nil)
+        #expect(try c.contentBytes() == 100)
+    }
+
+    @Test func shrinkingCapacityEvictsAtOnce() throws {
+        let c = SQLiteKVCache(handle: "shrink", directory: dir.path, diskCapacity: 0)
+        for i in 0..<10 { try put(c, "k\(i)", size: 98, date: Double(i)) }
+        try c.setCapacity(500)
+        #expect(try c.contentBytes() <= 500)
+        #expect(try c.count() == 5)
+        #expect(try c.get(key: bytes("k4")) == nil)
+        #expect(try c.get(key: bytes("k5")) != nil)
+    }
+
+    @Test func totalsSurviveReopen() throws {
+        do {
+            let c = SQLiteKVCache(handle: "totals", directory: dir.path, diskCapacity: 0)
+            for i in 0..<50 { try put(c, "k\(i)", size: i, date: 1) }
+            _ = try c.delete(key: bytes("k10"))
+            c.close()
+        }
+        let c = SQLiteKVCache(handle: "totals", directory: dir.path, diskCapacity: 0)
+        let keys = (0..<50).filter { $0 != 10 }
+        #expect(try c.count() == keys.count)
+        #expect(try c.contentBytes() == keys.reduce(0) { $0 + "k\($1)".utf8.count + $1 })
+    }
+}
+
+@Suite("Concurrency")
+struct ConcurrencyTests {
+    let dir = TemporaryDirectory()
+
+    func hammer(_ c: SQLiteKVCache) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<200 {
+                group.addTask {
+                    let key = bytes("key\(task % 10)")
+                    let value = [UInt8](repeating: UInt8(task % 256), count: 64 + task % 10)
+                    try c.put(key: key, storageDate: Date(), metadata: bytes("t\(task)"), value: value)
+                    if let entry = try c.get(key: key) {
+                        // Whatever writer won, the entry is whole: value and metadata from one put.
+                        let writer = Int(String(decoding: entry.metadata.dropFirst(), as: UTF8.self))!
+                        #expect(entry.value == [UInt8](repeating: UInt8(writer % 256), count: 64 + writer % 10))
+                    }
+                    if task % 7 == 0 { _ = try c.delete(key: key) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func manyTasksOverlappingKeys() async throws {
+        let c = SQLiteKVCache(handle: "concurrent", directory: dir.path, diskCapacity: 0)
+        try await hammer(c)
+        #expect(try c.count() <= 10)
+        var present = 0, bytesSum = 0
+        for i in 0..<10 {
+            if let entry = try c.get(key: bytes("key\(i)")) { present += 1; bytesSum += entry.contentSize }
+        }
+        #expect(try c.count() == present)
+        #expect(try c.contentBytes() == bytesSum)
+    }
+
+    @Test func manyTasksWithEvictionFiring() async throws {
+        // Room for about three of the ten keys: eviction fires on most puts.
+        let c = SQLiteKVCache(handle: "concurrent-evict", directory: dir.path, diskCapacity: 250)
+        try await hammer(c)
+        #expect(try c.contentBytes() <= 250)
+        #expect(try c.evictedCount() > 0)
+        var bytesSum = 0, present = 0
+        for i in 0..<10 {
+            if let entry = try c.get(key: bytes("key\(i)")) { present += 1; bytesSum += entry.contentSize }
+        }
+        #expect(try c.count() == present)
+        #expect(try c.contentBytes() == bytesSum)
+    }
+}
+
+@Suite("File format")
+struct FileFormatTests {
+    let dir = TemporaryDirectory()
+
+    @Test func walIsSeenFromASecondConnection() throws {
+        let c = SQLiteKVCache(handle: "wal", directory: dir.path, diskCapacity: 0)
+        try c.put(key: bytes("k"), storageDate: Date(), metadata: [], value: bytes("v"))
+        let raw = RawDatabase(path: dir.file("wal.sqlite"))
+        #expect(raw.scalar("PRAGMA journal_mode") == "wal")
+        #expect(raw.scalar("SELECT count(*) FROM entries") == "1")
+        c.close()
+        #expect(RawDatabase(path: dir.file("wal.sqlite")).scalar("PRAGMA journal_mode") == "wal")
+    }
+
+    @Test func schemaMismatchRecreatesTheCache() throws {
+        do {
+            let c = SQLiteKVCache(handle: "schema", directory: dir.path, diskCapacity: 0)
+            try c.put(key: bytes("k"), storageDate: Date(), metadata: [], value: bytes("v"))
+            c.close()
+        }
+        RawDatabase(path: dir.file("schema.sqlite")).execute("PRAGMA user_version = \(Int32.max)")
+        let c = SQLiteKVCache(handle: "schema", directory: dir.path, diskCapacity: 0)
+        #expect(try c.get(key: bytes("k")) == nil)
+        #expect(try c.count() == 0)
+        try c.put(key: bytes("k2"), storageDate: Date(), metadata: [], value: bytes("v2"))
+        #expect(try c.get(key: bytes("k2"))?.value == bytes("v2"))
+        c.close()
+        #expect(RawDatabase(path: dir.file("schema.sqlite")).scalar("PRAGMA user_version") == "\(CacheStore.schemaVersion)")
+    }
+
+    @Test func foreignTablesAreDroppedOnMismatch() throws {
+        let raw = RawDatabase(path: dir.file("foreign.sqlite"))
+        raw.execute("CREATE TABLE stuff(x); INSERT INTO stuff VALUES (1);")
+        let c = SQLiteKVCache(handle: "foreign", directory: dir.path, diskCapacity: 0)
+        try c.put(key: bytes("k"), storageDate: Date(), metadata: [], value: [])
+        #expect(raw.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'stuff'") == "0")
+    }
+
+    func freelist(_ name: String) -> (free: Int, pages: Int) {
+        let raw = RawDatabase(path: dir.file(name))
+        return (Int(raw.scalar("PRAGMA freelist_count")!)!, Int(raw.scalar("PRAGMA page_count")!)!)
+    }
+
+    @Test func vacuumAtOpenReclaimsAChurnedFile() throws {
+        do {
+            let c = SQLiteKVCache(handle: "churn", directory: dir.path, diskCapacity: 0)
+            for i in 0..<2000 {
+                try c.put(key: bytes("k\(i)"), storageDate: Date(), metadata: [], value: [UInt8](repeating: 1, count: 500))
+            }
+            for i in 0..<1900 { _ = try c.delete(key: bytes("k\(i)")) }
+            c.close()
+        }
+        let before = freelist("churn.sqlite")
+        #expect(before.free * 4 > before.pages, "the churn must leave over 25% free pages")
+        let c = SQLiteKVCache(handle: "churn", directory: dir.path, diskCapacity: 0)
+        try c.open()
+        let after = freelist("churn.sqlite")
+        #expect(after.free == 0)
+        #expect(after.pages < before.pages)
+        #expect(try c.count() == 100)
+        #expect(try c.get(key: bytes("k1999")) != nil)
+    }
+
+    @Test func vacuumIsSkippedBelowTheThreshold() throws {
+        do {
+            let c = SQLiteKVCache(handle: "light", directory: dir.path, diskCapacity: 0)
+            for i in 0..<2000 {
+                try c.put(key: bytes("k\(i)"), storageDate: Date(), metadata: [], value: [UInt8](repeating: 1, count: 500))
+            }
+            for i in 0..<200 { _ = try c.delete(key: bytes("k\(i)")) }
+            c.close()
+        }
+        let before = freelist("light.sqlite")
+        #expect(before.free > 0)
+        #expect(before.free * 4 <= before.pages)
+        let c = SQLiteKVCache(handle: "light", directory: dir.path, diskCapacity: 0)
+        try c.open()
+        let after = freelist("light.sqlite")
+        #expect(after.free == before.free)
+        #expect(after.pages == before.pages)
+    }
+}
