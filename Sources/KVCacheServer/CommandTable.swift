@@ -68,9 +68,9 @@ struct Command: Sendable {
         .array([
             .bulk(Array(name.utf8)),
             .integer(Int64(arity)),
-            .array(flags.map { .simpleString($0) }),
+            .set(flags.map { .simpleString($0) }),
             .integer(Int64(firstKey)), .integer(Int64(lastKey)), .integer(Int64(step)),
-            .array(categories.map { .simpleString($0) }),
+            .set(categories.map { .simpleString($0) }),
             .array([]), .array([]),
             .array(subcommands.map { .bulk(Array("\(name)|\($0)".utf8)) }),
         ])
@@ -78,10 +78,10 @@ struct Command: Sendable {
 
     /// The `COMMAND DOCS` entry (the value half of the name → docs pair).
     func docs() -> RESPValue {
-        .array([
-            .bulk(Array("summary".utf8)), .bulk(Array(summary.utf8)),
-            .bulk(Array("since".utf8)), .bulk(Array("1.0.0".utf8)),
-            .bulk(Array("group".utf8)), .bulk(Array(group.utf8)),
+        .map([
+            (.bulk(Array("summary".utf8)), .bulk(Array(summary.utf8))),
+            (.bulk(Array("since".utf8)), .bulk(Array("1.0.0".utf8))),
+            (.bulk(Array("group".utf8)), .bulk(Array(group.utf8))),
         ])
     }
 }

@@ -141,6 +141,14 @@ extension ServerConfig {
                 return "\(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
             }.joined(separator: " ")
         }),
+        // Redis persistence settings, accepted so redis.conf files and tools
+        // (redis-benchmark asks for them) work: every write is persisted here.
+        Directive(name: "save", apply: { _, _ in }, render: { _ in "" }),
+        Directive(name: "appendonly", apply: { _, args in
+            guard args.count == 1, ["yes", "no"].contains(args[0].lowercased()) else {
+                throw ConfigError("argument must be 'yes' or 'no'")
+            }
+        }, render: { _ in "no" }),
         Directive(name: "sqlite-cache-size", apply: { $0.pageCacheBytes = try size($1, "sqlite-cache-size") },
                   render: { "\($0.pageCacheBytes)" }),
     ]

@@ -1,6 +1,7 @@
 import RESP
 
-/// Reply helpers: each appends one RESP value to the connection's output.
+/// Reply helpers: each appends one value to the connection's output, in the
+/// protocol version the client chose with HELLO (2 unless it asked for 3).
 extension Connection {
     func replyOK() { output.append(contentsOf: RESPEncoder.ok) }
     func replySimple(_ text: String) { RESPEncoder.simpleString(text, into: &output) }
@@ -9,10 +10,19 @@ extension Connection {
     func replyInteger(_ value: Int64) { RESPEncoder.integer(value, into: &output) }
     func replyBulk(_ bytes: [UInt8]) { RESPEncoder.bulk(bytes, into: &output) }
     func replyBulk(_ text: String) { RESPEncoder.bulk(text, into: &output) }
-    func replyOptionalBulk(_ bytes: [UInt8]?) { RESPEncoder.optionalBulk(bytes, into: &output) }
-    func replyNull() { RESPEncoder.null(into: &output) }
-    func replyNullArray() { RESPEncoder.nullArray(into: &output) }
+    func replyNull() { RESPEncoder.null(into: &output, version: protocolVersion) }
+    func replyNullArray() { RESPEncoder.nullArray(into: &output, version: protocolVersion) }
     func replyArrayHeader(_ count: Int) { RESPEncoder.arrayHeader(count, into: &output) }
+    func replyMapHeader(_ count: Int) { RESPEncoder.mapHeader(count, into: &output, version: protocolVersion) }
     func replyBulkArray(_ items: [[UInt8]]) { RESPEncoder.bulkArray(items, into: &output) }
-    func reply(_ value: RESPValue) { value.encode(into: &output) }
+    func reply(_ value: RESPValue) { value.encode(into: &output, version: protocolVersion) }
+
+    func replyOptionalBulk(_ bytes: [UInt8]?) {
+        if let bytes { replyBulk(bytes) } else { replyNull() }
+    }
+
+    /// Free text (INFO, CLIENT LIST): a verbatim string in RESP3, a bulk string in RESP2.
+    func replyVerbatim(_ text: String) {
+        RESPEncoder.verbatim(Array(text.utf8), format: "txt", into: &output, version: protocolVersion)
+    }
 }

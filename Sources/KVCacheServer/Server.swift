@@ -272,7 +272,8 @@ public final class Server {
             stats.totalErrorReplies += 1
             return
         }
-        connection.lastCommand = command.name
+        connection.lastCommand = command.subcommands.isEmpty || args.count < 2
+            ? command.name : command.name + "|" + String(decoding: args[1].map(asciiLower), as: UTF8.self)
         guard command.accepts(argumentCount: args.count) else {
             connection.replyError(.wrongArity(command.name))
             stats.totalErrorReplies += 1
@@ -403,6 +404,11 @@ public final class Server {
     }
 
     // MARK: Shutdown
+
+    /// Stops the loop after the current iteration; `run()` then shuts down cleanly.
+    func requestShutdown() {
+        running = false
+    }
 
     private func shutdown() {
         for listener in listeners {

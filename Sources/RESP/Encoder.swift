@@ -54,10 +54,11 @@ public enum RESPEncoder {
         bulk(Array(text.utf8), into: &out)
     }
 
-    /// `$-1\r\n`, the null bulk string (distinct from the empty one).
+    /// The null bulk string (distinct from the empty one): `$-1\r\n`, or `_\r\n` in RESP3.
     @inlinable
-    public static func null(into out: inout [UInt8]) {
-        out.append(contentsOf: nullBulk)
+    public static func null(into out: inout [UInt8], version: Int = 2) {
+        if version >= 3 { out.append(UInt8(ascii: "_")); out.append(0x0d); out.append(0x0a) }
+        else { out.append(contentsOf: nullBulk) }
     }
 
     /// A bulk string, or the null bulk for nil.
@@ -74,10 +75,65 @@ public enum RESPEncoder {
         out.append(0x0d); out.append(0x0a)
     }
 
-    /// `*-1\r\n`, the null array.
+    /// The null array: `*-1\r\n`, or `_\r\n` in RESP3.
     @inlinable
-    public static func nullArray(into out: inout [UInt8]) {
-        out.append(contentsOf: nullArray)
+    public static func nullArray(into out: inout [UInt8], version: Int = 2) {
+        if version >= 3 { out.append(UInt8(ascii: "_")); out.append(0x0d); out.append(0x0a) }
+        else { out.append(contentsOf: nullArray) }
+    }
+
+    /// A map of `count` pairs: `%count` in RESP3, an array of 2×count in RESP2.
+    @inlinable
+    public static func mapHeader(_ count: Int, into out: inout [UInt8], version: Int) {
+        if version >= 3 {
+            out.append(UInt8(ascii: "%"))
+            appendDecimal(Int64(count), into: &out)
+            out.append(0x0d); out.append(0x0a)
+        } else {
+            arrayHeader(count * 2, into: &out)
+        }
+    }
+
+    /// A set of `count` elements: `~count` in RESP3, an array in RESP2.
+    @inlinable
+    public static func setHeader(_ count: Int, into out: inout [UInt8], version: Int) {
+        if version >= 3 {
+            out.append(UInt8(ascii: "~"))
+            appendDecimal(Int64(count), into: &out)
+            out.append(0x0d); out.append(0x0a)
+        } else {
+            arrayHeader(count, into: &out)
+        }
+    }
+
+    /// A verbatim string (`=len\r\nfmt:text\r\n`) in RESP3, a bulk string in RESP2.
+    @inlinable
+    public static func verbatim(_ bytes: [UInt8], format: String, into out: inout [UInt8], version: Int) {
+        guard version >= 3 else { return bulk(bytes, into: &out) }
+        out.append(UInt8(ascii: "="))
+        appendDecimal(Int64(bytes.count + 4), into: &out)
+        out.append(0x0d); out.append(0x0a)
+        out.append(contentsOf: format.utf8.prefix(3))
+        out.append(UInt8(ascii: ":"))
+        out.append(contentsOf: bytes)
+        out.append(0x0d); out.append(0x0a)
+    }
+
+    /// A double: `,value` in RESP3, a bulk string in RESP2 (Redis's `%.17g`).
+    @inlinable
+    public static func double(_ value: Double, into out: inout [UInt8], version: Int) {
+        let text: String
+        if value.isNaN { text = "nan" }
+        else if value.isInfinite { text = value > 0 ? "inf" : "-inf" }
+        else if value == value.rounded(), abs(value) < 1e17 { text = String(Int64(value)) }
+        else { text = "\(value)" }
+        if version >= 3 {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: text.utf8)
+            out.append(0x0d); out.append(0x0a)
+        } else {
+            bulk(Array(text.utf8), into: &out)
+        }
     }
 
     /// An array of bulk strings.

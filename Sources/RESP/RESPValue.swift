@@ -1,19 +1,57 @@
-/// A RESP2 reply as a client sees it. Payloads stay bytes.
+/// A reply as a client sees it, RESP2 or RESP3. Payloads stay bytes.
 public enum RESPValue: Equatable, Sendable, CustomStringConvertible {
     case simpleString(String)
     case error(String)
     case integer(Int64)
-    /// A bulk string; nil is the null bulk (`$-1`).
+    /// A bulk string; nil is the null bulk (`$-1`, or `_` in RESP3).
     case bulk([UInt8]?)
-    /// An array; nil is the null array (`*-1`).
+    /// An array; nil is the null array (`*-1`, or `_` in RESP3).
     case array([RESPValue]?)
+    /// RESP3 map (`%`); a flat array of keys and values in RESP2.
+    case map([(RESPValue, RESPValue)])
+    /// RESP3 set (`~`); an array in RESP2.
+    case set([RESPValue])
+    /// RESP3 double (`,`); a bulk string in RESP2.
+    case double(Double)
+    /// RESP3 boolean (`#`); the integer 1 or 0 in RESP2.
+    case boolean(Bool)
+    /// RESP3 verbatim string (`=`) with a three-letter format; a bulk string in RESP2.
+    case verbatim(format: String, [UInt8])
+    /// RESP3 null (`_`).
+    case null
 
-    /// The text of a simple or bulk string.
+    public static func == (a: RESPValue, b: RESPValue) -> Bool {
+        switch (a, b) {
+        case (.simpleString(let x), .simpleString(let y)): return x == y
+        case (.error(let x), .error(let y)): return x == y
+        case (.integer(let x), .integer(let y)): return x == y
+        case (.bulk(let x), .bulk(let y)): return x == y
+        case (.array(let x), .array(let y)): return x == y
+        case (.map(let x), .map(let y)): return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.set(let x), .set(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y || (x.isNaN && y.isNaN)
+        case (.boolean(let x), .boolean(let y)): return x == y
+        case (.verbatim(let f, let x), .verbatim(let g, let y)): return f == g && x == y
+        case (.null, .null): return true
+        default: return false
+        }
+    }
+
+    /// The text of a simple, bulk or verbatim string.
     public var string: String? {
         switch self {
         case .simpleString(let s): return s
         case .bulk(let bytes?): return String(decoding: bytes, as: UTF8.self)
+        case .verbatim(_, let bytes): return String(decoding: bytes, as: UTF8.self)
         default: return nil
+        }
+    }
+
+    /// True for every kind of null.
+    public var isNull: Bool {
+        switch self {
+        case .null, .bulk(nil), .array(nil): return true
+        default: return false
         }
     }
 
@@ -22,30 +60,50 @@ public enum RESPValue: Equatable, Sendable, CustomStringConvertible {
         case .simpleString(let s): return "+\(s)"
         case .error(let s): return "-\(s)"
         case .integer(let n): return ":\(n)"
-        case .bulk(nil): return "(nil)"
+        case .bulk(nil), .array(nil), .null: return "(nil)"
         case .bulk(let bytes?): return "\"\(String(decoding: bytes, as: UTF8.self))\""
-        case .array(nil): return "(nil array)"
         case .array(let items?): return "[" + items.map(\.description).joined(separator: ", ") + "]"
+        case .set(let items): return "~[" + items.map(\.description).joined(separator: ", ") + "]"
+        case .map(let pairs): return "{" + pairs.map { "\($0.0): \($0.1)" }.joined(separator: ", ") + "}"
+        case .double(let d): return ",\(d)"
+        case .boolean(let b): return "#\(b)"
+        case .verbatim(_, let bytes): return "\"\(String(decoding: bytes, as: UTF8.self))\""
         }
     }
 
-    /// Encodes this value as RESP2.
-    public func encode(into out: inout [UInt8]) {
+    /// Encodes this value for a client speaking protocol `version` (2 or 3);
+    /// RESP3-only types degrade to their RESP2 forms for version 2.
+    public func encode(into out: inout [UInt8], version: Int = 2) {
         switch self {
         case .simpleString(let s): RESPEncoder.simpleString(s, into: &out)
         case .error(let s): RESPEncoder.error(s, into: &out)
         case .integer(let n): RESPEncoder.integer(n, into: &out)
-        case .bulk(let bytes): RESPEncoder.optionalBulk(bytes, into: &out)
-        case .array(nil): RESPEncoder.nullArray(into: &out)
+        case .bulk(let bytes?): RESPEncoder.bulk(bytes, into: &out)
+        case .bulk(nil), .null: RESPEncoder.null(into: &out, version: version)
+        case .array(nil): RESPEncoder.nullArray(into: &out, version: version)
         case .array(let items?):
             RESPEncoder.arrayHeader(items.count, into: &out)
-            for item in items { item.encode(into: &out) }
+            for item in items { item.encode(into: &out, version: version) }
+        case .set(let items):
+            RESPEncoder.setHeader(items.count, into: &out, version: version)
+            for item in items { item.encode(into: &out, version: version) }
+        case .map(let pairs):
+            RESPEncoder.mapHeader(pairs.count, into: &out, version: version)
+            for (key, value) in pairs {
+                key.encode(into: &out, version: version)
+                value.encode(into: &out, version: version)
+            }
+        case .double(let d): RESPEncoder.double(d, into: &out, version: version)
+        case .boolean(let b):
+            if version >= 3 { out.append(contentsOf: Array((b ? "#t\r\n" : "#f\r\n").utf8)) }
+            else { RESPEncoder.integer(b ? 1 : 0, into: &out) }
+        case .verbatim(let format, let bytes): RESPEncoder.verbatim(bytes, format: format, into: &out, version: version)
         }
     }
 }
 
-/// Parses replies (for clients and tests). Returns nil for "need more bytes"
-/// without moving the index; moves it past the value on success.
+/// Parses replies (for clients and tests), RESP2 and RESP3. Returns nil for
+/// "need more bytes" without moving the index; moves it past the value on success.
 public enum ReplyParser {
     public struct Malformed: Error, Equatable, CustomStringConvertible {
         public let description: String
@@ -86,36 +144,70 @@ public enum ReplyParser {
         var i = cursor + 1
         guard let body = line(buffer, &i) else { return nil }
         let text = String(decoding: body, as: UTF8.self)
-        switch kind {
-        case UInt8(ascii: "+"):
-            cursor = i
-            return .simpleString(text)
-        case UInt8(ascii: "-"):
-            cursor = i
-            return .error(text)
-        case UInt8(ascii: ":"):
-            guard let n = Int64(text) else { throw Malformed(description: "bad integer \(text)") }
-            cursor = i
-            return .integer(n)
-        case UInt8(ascii: "$"):
-            guard let n = Int(text) else { throw Malformed(description: "bad bulk length \(text)") }
-            if n < 0 { cursor = i; return .bulk(nil) }
+
+        func count() throws(Malformed) -> Int {
+            guard let n = Int(text) else { throw Malformed(description: "bad length \(text)") }
+            return n
+        }
+        func items(_ n: Int) throws(Malformed) -> [RESPValue]? {
+            var result: [RESPValue] = []
+            for _ in 0..<max(0, n) {
+                guard let item = try parseValue(buffer, &i) else { return nil }
+                result.append(item)
+            }
+            return result
+        }
+        func blob(_ n: Int) -> [UInt8]? {
             guard buffer.count - i >= n + 2 else { return nil }
             let bytes = [UInt8](UnsafeRawBufferPointer(rebasing: buffer[i..<(i + n)]))
-            cursor = i + n + 2
-            return .bulk(bytes)
-        case UInt8(ascii: "*"):
-            guard let n = Int(text) else { throw Malformed(description: "bad array length \(text)") }
-            if n < 0 { cursor = i; return .array(nil) }
-            var items: [RESPValue] = []
-            for _ in 0..<n {
-                guard let item = try parseValue(buffer, &i) else { return nil }
-                items.append(item)
+            i += n + 2
+            return bytes
+        }
+
+        let value: RESPValue
+        switch kind {
+        case UInt8(ascii: "+"): value = .simpleString(text)
+        case UInt8(ascii: "-"): value = .error(text)
+        case UInt8(ascii: ":"):
+            guard let n = Int64(text) else { throw Malformed(description: "bad integer \(text)") }
+            value = .integer(n)
+        case UInt8(ascii: "$"):
+            let n = try count()
+            if n < 0 { value = .bulk(nil) } else {
+                guard let bytes = blob(n) else { return nil }
+                value = .bulk(bytes)
             }
-            cursor = i
-            return .array(items)
+        case UInt8(ascii: "="):
+            guard let bytes = blob(try count()) else { return nil }
+            guard bytes.count >= 4 else { throw Malformed(description: "short verbatim string") }
+            value = .verbatim(format: String(decoding: bytes[..<3], as: UTF8.self), Array(bytes[4...]))
+        case UInt8(ascii: "*"):
+            let n = try count()
+            if n < 0 { value = .array(nil) } else {
+                guard let list = try items(n) else { return nil }
+                value = .array(list)
+            }
+        case UInt8(ascii: "~"):
+            guard let list = try items(try count()) else { return nil }
+            value = .set(list)
+        case UInt8(ascii: "%"):
+            guard let list = try items(try count() * 2) else { return nil }
+            value = .map(stride(from: 0, to: list.count, by: 2).map { (list[$0], list[$0 + 1]) })
+        case UInt8(ascii: "_"): value = .null
+        case UInt8(ascii: "#"): value = .boolean(text == "t")
+        case UInt8(ascii: ","):
+            switch text {
+            case "inf": value = .double(.infinity)
+            case "-inf": value = .double(-.infinity)
+            case "nan": value = .double(.nan)
+            default:
+                guard let d = Double(text) else { throw Malformed(description: "bad double \(text)") }
+                value = .double(d)
+            }
         default:
             throw Malformed(description: "unknown reply type \(kind)")
         }
+        cursor = i
+        return value
     }
 }

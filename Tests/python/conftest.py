@@ -22,6 +22,11 @@ TARGET = os.environ.get("KVCACHE_TARGET", "kvcache")
 BIN = os.environ.get("KVCACHE_BIN", os.path.join(ROOT, ".build", "debug", "kvcache-server"))
 
 
+REDIS = TARGET == "redis"
+# Redis behaviour this server documents differently (README, "Differences from Redis").
+redis_only = pytest.mark.skipif(not REDIS, reason="Redis behaviour that kvcache-server documents differently")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "kvcache_only: behaviour of kvcache-server that Redis does not share")
 

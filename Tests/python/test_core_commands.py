@@ -16,7 +16,7 @@ import pytest
 REDIS = os.environ.get("KVCACHE_TARGET", "kvcache") == "redis"
 # Redis's behaviour where kvcache-server documents another one (DESIGN.md);
 # kept to record what Redis does, skipped against kvcache-server.
-redis_only = pytest.mark.skipif(not REDIS, reason="Redis behaviour that kvcache-server documents differently")
+from conftest import redis_only
 
 NOT_INTEGER = "ERR value is not an integer or out of range"
 OUT_OF_RANGE = "ERR DB index is out of range"
@@ -635,8 +635,7 @@ def test_hello_bad_option(raw, option):
     assert raw.command("HELLO", "2", option) == ("error", "ERR Syntax error in HELLO option '%s'" % option)
 
 
-@redis_only
-def test_hello_3_switches_redis_to_resp3(raw):
+def test_hello_3_switches_to_resp3(raw):
     # Redis 7.0 speaks RESP3: the reply is a map (%7), proto is :3.
     raw.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
     assert raw.read_line() == b"%7"
@@ -648,13 +647,29 @@ def test_hello_3_switches_redis_to_resp3(raw):
     assert b"$5\r\nproto\r\n:3\r\n" in raw.buf
 
 
-@pytest.mark.kvcache_only
-def test_hello_3_is_refused_with_noproto(raw):
-    # kvcache-server speaks RESP2 only (RESP3 is planned); it answers HELLO 3
-    # with the text Redis uses for versions it does not know (HELLO 4).
-    assert raw.command("HELLO", "3") == ("error", NOPROTO)
-    assert raw.command("PING") == "PONG"
-    check_hello_resp2(raw, raw.command("HELLO"))
+def test_resp3_null_and_back_to_resp2(raw):
+    # After HELLO 3 a missing key is the RESP3 null; HELLO 2 switches back.
+    raw.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+    raw.sock.settimeout(2)
+    while b"$7\r\nmodules\r\n*0\r\n" not in raw.buf:
+        raw._fill()
+    raw.buf = b""
+    raw.send(b"*2\r\n$3\r\nGET\r\n$13\r\nresp3:missing\r\n")
+    assert raw.read_line() == b"_"
+    check_hello_resp2(raw, raw.command("HELLO", "2"))
+    assert raw.command("GET", "resp3:missing") is None
+
+
+def test_redis_py_default_protocol_works(server):
+    # redis-py 8 speaks RESP3 by default (HELLO 3 on connect).
+    c = server.client()
+    assert c.set("resp3:k", "v") is True
+    assert c.get("resp3:k") == b"v"
+    assert c.get("resp3:absent") is None
+    assert c.config_get("databases") == {"databases": "16"}
+    assert "redis_version" in c.info()
+    c.delete("resp3:k")
+    c.close()
 
 
 # --- CONFIG GET ---------------------------------------------------------------------

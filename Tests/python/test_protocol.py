@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from conftest import redis_only
+
 PROTO = "ERR Protocol error: "
 
 
@@ -306,6 +308,7 @@ def test_invalid_multibulk_length(server, count):
     expect_protocol_error(server, count + b"\r\n", PROTO + "invalid multibulk length")
 
 
+@redis_only
 @pytest.mark.parametrize("count", [b"*20000000", b"*2000000", b"*2147483647"])
 def test_multibulk_count_up_to_int_max_is_accepted(server, count):
     # Observed on 7.0.15: any count up to INT_MAX is accepted and the server
@@ -318,6 +321,17 @@ def test_multibulk_count_up_to_int_max_is_accepted(server, count):
     expect_silence(c, 0.1)
     c.close()
     assert_serving(server)
+
+
+@pytest.mark.kvcache_only
+def test_multibulk_count_is_capped_at_one_mebi(server):
+    # kvcache-server caps a request at 1,048,576 elements (Redis 7 allows
+    # INT_MAX): the core issue asks for it, and it bounds per-request memory.
+    c = server.raw()
+    c.send(b"*1048576\r\n")
+    expect_silence(c)
+    c.close()
+    expect_protocol_error(server, b"*1048577\r\n", PROTO + "invalid multibulk length")
 
 
 @pytest.mark.parametrize("length", [

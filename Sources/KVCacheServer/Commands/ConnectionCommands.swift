@@ -15,7 +15,7 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Handshakes with the server.", handler: hello),
     Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "A container for client connection commands.", handler: client,
-            subcommands: ["getname", "id", "info", "list", "setname"]),
+            subcommands: ["getname", "id", "info", "list", "setinfo", "setname"]),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
@@ -36,18 +36,20 @@ private func select(_ ctx: CommandContext) throws {
     ctx.connection.replyOK()
 }
 
-/// HELLO [protover [AUTH username password] [SETNAME clientname]]: only
-/// protocol 2 exists here; 3 is refused as Redis refuses an unknown version.
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]: switches
+/// the connection to RESP2 or RESP3 and describes the server.
 private func hello(_ ctx: CommandContext) throws {
     let args = ctx.args
     var name: [UInt8]?
+    var version = ctx.connection.protocolVersion
     if args.count >= 2 {
-        guard let version = parseStrictInt64(args[1]) else {
+        guard let requested = parseStrictInt64(args[1]) else {
             throw ReplyError("ERR Protocol version is not an integer or out of range")
         }
-        guard version == 2 else {
+        guard requested == 2 || requested == 3 else {
             throw ReplyError("NOPROTO unsupported protocol version")
         }
+        version = Int(requested)
         var i = 2
         while i < args.count {
             let option = ctx.option(i)
@@ -65,10 +67,11 @@ private func hello(_ ctx: CommandContext) throws {
     }
     if let name { ctx.connection.name = name }
     let c = ctx.connection
-    c.replyArrayHeader(14)
+    c.protocolVersion = version
+    c.replyMapHeader(7)
     c.replyBulk("server"); c.replyBulk("redis")
     c.replyBulk("version"); c.replyBulk(Server.redisVersion)
-    c.replyBulk("proto"); c.replyInteger(2)
+    c.replyBulk("proto"); c.replyInteger(version)
     c.replyBulk("id"); c.replyInteger(c.id)
     c.replyBulk("mode"); c.replyBulk("standalone")
     c.replyBulk("role"); c.replyBulk("master")
@@ -102,10 +105,18 @@ private func client(_ ctx: CommandContext) throws {
         c.replyInteger(c.id)
     case "info":
         try arity(2)
-        c.replyBulk(c.infoLine(now: Server.nowMilliseconds()) + "\n")
+        c.replyVerbatim(c.infoLine(now: Server.nowMilliseconds()) + "\n")
     case "list":
         let now = Server.nowMilliseconds()
-        c.replyBulk(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
+        c.replyVerbatim(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
+    case "setinfo":
+        // Redis 7.2's client library report (redis-py sends it on connect).
+        try arity(4)
+        let attribute = ctx.option(2)
+        guard attribute == "lib-name" || attribute == "lib-ver" else {
+            throw ReplyError("ERR Unrecognized option '\(ctx.text(2))'")
+        }
+        c.replyOK()
     case "help":
         c.replyBulkArray([
             "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -10,6 +10,9 @@ let serverCommands: [Command] = [
     Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for server configuration commands.", handler: config,
             subcommands: ["get"]),
+    Command(name: "shutdown", arity: -1, flags: ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
+            firstKey: 0, lastKey: 0, step: 0,
+            group: "server", summary: "Commits everything, closes every cache and stops the server.", handler: shutdown),
     Command(name: "function", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "scripting", summary: "A container for function commands (there are no functions).", handler: function,
             subcommands: ["flush"]),
@@ -17,7 +20,7 @@ let serverCommands: [Command] = [
 
 private func info(_ ctx: CommandContext) throws {
     let sections = ctx.args.dropFirst().map { String(decoding: $0.map(asciiLower), as: UTF8.self) }
-    ctx.connection.replyBulk(ctx.server.infoText(sections: sections))
+    ctx.connection.replyVerbatim(ctx.server.infoText(sections: sections))
 }
 
 private func command(_ ctx: CommandContext) throws {
@@ -42,7 +45,7 @@ private func command(_ ctx: CommandContext) throws {
         }
     case "docs":
         let wanted = ctx.args.count > 2 ? ctx.args.dropFirst(2).compactMap { table.lookup($0) } : table.all
-        c.replyArrayHeader(wanted.count * 2)
+        c.replyMapHeader(wanted.count)
         for command in wanted {
             c.replyBulk(command.name)
             c.reply(command.docs())
@@ -70,7 +73,7 @@ private func config(_ ctx: CommandContext) throws {
                 }
             }
         }
-        ctx.connection.replyArrayHeader(pairs.count * 2)
+        ctx.connection.replyMapHeader(pairs.count)
         for (name, value) in pairs {
             ctx.connection.replyBulk(name)
             ctx.connection.replyBulk(value)
@@ -83,7 +86,9 @@ private func config(_ ctx: CommandContext) throws {
 private func function(_ ctx: CommandContext) throws {
     switch ctx.option(1) {
     case "flush":
-        guard ctx.args.count <= 3 else { throw ReplyError.wrongArity("function|flush") }
+        guard ctx.args.count <= 3 else {
+            throw ReplyError("ERR unknown subcommand or wrong number of arguments for '\(ctx.text(1))'. Try FUNCTION HELP.")
+        }
         if ctx.args.count == 3 {
             let mode = ctx.option(2)
             guard mode == "async" || mode == "sync" else {
@@ -94,4 +99,15 @@ private func function(_ ctx: CommandContext) throws {
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "function")
     }
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: every write is already committed, so
+/// the options change nothing; the server stops as on SIGTERM, and like
+/// Redis sends no reply on success.
+private func shutdown(_ ctx: CommandContext) throws {
+    for i in ctx.args.indices.dropFirst() {
+        guard ["nosave", "save", "now", "force"].contains(ctx.option(i)) else { throw ReplyError.syntax }
+    }
+    ctx.server.logger.warning("User requested shutdown...")
+    ctx.server.requestShutdown()
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 /// An IPv4 or IPv6 address and port, for listening and for display.
 struct SocketAddress: CustomStringConvertible, Sendable {
@@ -89,16 +90,19 @@ struct SocketAddress: CustomStringConvertible, Sendable {
 extension Posix {
     /// Opens a non-blocking listening TCP socket on `address`.
     static func listen(on address: SocketAddress, backlog: Int32 = 511) throws(SystemError) -> Int32 {
-        let fd = try must("socket") { socket(address.domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try must("socket") { socket(address.domain, Int32(SOCK_STREAM.rawValue) | kv_SOCK_CLOEXEC, 0) }
         do {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
             if address.domain == AF_INET6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) }
             _ = try must("bind") { address.withSockAddr { Glibc.bind(fd, $0, $1) } }
             _ = try must("listen") { Glibc.listen(fd, backlog) }
             try setNonBlocking(fd)
-        } catch {
+        } catch let error as SystemError {
             close(fd)
             throw error
+        } catch {
+            close(fd)
+            throw SystemError(function: "listen", errno: EINVAL)
         }
         return fd
     }
