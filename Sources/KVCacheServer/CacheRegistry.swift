@@ -6,17 +6,40 @@ import SQLiteKVCache
 /// has joined this loop iteration's batch, and its counters.
 final class OpenCache {
     let name: String
-    let engine: SQLiteKVCache
-    /// Why the file could not be opened, if it could not; kept for the cache's life.
-    let openError: SQLiteKVCache.Error?
+    /// The engine over the cache's file; replaced when SWAPDB swaps files.
+    var engine: SQLiteKVCache
+    /// Why the file could not be opened, if it could not; kept until reopened.
+    var openError: SQLiteKVCache.Error?
     var inBatch = false
     var hits = 0
     var misses = 0
+    /// Evictions and expiries counted by engines this cache had before its current one.
+    var earlierEvicted = 0
+    var earlierExpired = 0
+    /// True while the cache is over capacity after a capacity cut.
+    var needsEviction = false
 
     init(name: String, engine: SQLiteKVCache, openError: SQLiteKVCache.Error?) {
         self.name = name
         self.engine = engine
         self.openError = openError
+    }
+
+    /// The engine's statistics, with counters carried across reopenings.
+    func statistics() -> SQLiteKVCache.Statistics? {
+        guard var stats = try? engine.statistics() else { return nil }
+        stats.evicted += earlierEvicted
+        stats.expired += earlierExpired
+        return stats
+    }
+
+    /// Closes the engine, keeping its counters.
+    func closeEngine() {
+        if let stats = try? engine.statistics() {
+            earlierEvicted += stats.evicted
+            earlierExpired += stats.expired
+        }
+        engine.close()
     }
 
     /// The Redis database index this cache stands for (`db3` → 3), if any.
@@ -65,14 +88,24 @@ final class CacheRegistry {
     ///   a new cache past `max-caches`.
     func cache(selecting argument: [UInt8]) throws(ReplyError) -> OpenCache {
         if let index = parseStrictInt64(argument) {
+            guard index >= Int64(Int32.min) && index <= Int64(Int32.max) else { throw .intOutOfRange }
             guard index >= 0 && index < Int64(config.databases) else { throw .dbIndexOutOfRange }
             return try cache(named: "db\(index)")
         }
+        if Self.looksNumeric(argument) { throw .notInteger }
         let text = String(decoding: argument, as: UTF8.self)
         guard let name = try? SQLiteKVCache.canonicalHandle(text) else {
             throw ReplyError("ERR invalid cache name '\(text.prefix(80))': use 1 to 64 of a-z 0-9 . _ - or a DB index")
         }
         return try cache(named: name)
+    }
+
+    /// True for a sign and digits only ("01", "+1", "-0", 20 digits): such an
+    /// argument is a malformed index, never a cache name.
+    static func looksNumeric(_ bytes: [UInt8]) -> Bool {
+        var digits = bytes[...]
+        if let first = digits.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") { digits = digits.dropFirst() }
+        return !digits.isEmpty && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     /// The cache with this canonical name, opening (and creating) it if needed.
@@ -81,21 +114,63 @@ final class CacheRegistry {
         if !known.contains(name) && known.count >= config.maxCaches {
             throw ReplyError("ERR max-caches reached (\(config.maxCaches)): cannot create cache '\(name)'")
         }
-        let settings = config.settings(forCache: name)
-        let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: .init(
-            diskCapacity: settings.capacity, evictionPolicy: settings.policy, pageCacheBytes: config.pageCacheBytes))
-        var openError: SQLiteKVCache.Error?
-        do {
-            try engine.open()
-            logger.verbose("Opened cache '\(name)' (\((try? engine.count()) ?? 0) keys)")
-        } catch {
-            openError = error
-            logger.warning("Cache '\(name)' is unavailable: \(error)")
-        }
+        let (engine, openError) = openEngine(name)
         let cache = OpenCache(name: name, engine: engine, openError: openError)
         open[name] = cache
         known.insert(name)
         return cache
+    }
+
+    /// Creates and opens the engine for `name` with its configured capacity and policy.
+    private func openEngine(_ name: String) -> (SQLiteKVCache, SQLiteKVCache.Error?) {
+        let settings = config.settings(forCache: name)
+        let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: .init(
+            diskCapacity: settings.capacity, evictionPolicy: settings.policy, pageCacheBytes: config.pageCacheBytes))
+        do {
+            try engine.open()
+            logger.verbose("Opened cache '\(name)' (\((try? engine.count()) ?? 0) keys)")
+            return (engine, nil)
+        } catch {
+            logger.warning("Cache '\(name)' is unavailable: \(error)")
+            return (engine, error)
+        }
+    }
+
+    /// Closes and reopens a cache's file (after its file changed under it).
+    func reopen(_ cache: OpenCache) {
+        cache.closeEngine()
+        (cache.engine, cache.openError) = openEngine(cache.name)
+    }
+
+    /// Swaps the files of two caches: both are closed (committed and
+    /// checkpointed), their files renamed, and both reopened, so every
+    /// client that selected one now sees the other's contents.
+    /// - Throws: `ReplyError` when a file cannot be renamed (nothing is lost:
+    ///   the renames are undone as far as possible).
+    func swap(_ a: OpenCache, _ b: OpenCache) throws(ReplyError) {
+        a.closeEngine()
+        b.closeEngine()
+        let fm = FileManager.default
+        let pathA = config.dir + "/" + a.name + ".sqlite"
+        let pathB = config.dir + "/" + b.name + ".sqlite"
+        let temporary = config.dir + "/.swap-" + a.name + ".sqlite"
+        // A clean close leaves no -wal/-shm; remove any left so they cannot pair with the wrong file.
+        for path in [pathA, pathB] {
+            try? fm.removeItem(atPath: path + "-wal")
+            try? fm.removeItem(atPath: path + "-shm")
+        }
+        var failure: String?
+        if rename(pathA, temporary) != 0 && errno != ENOENT { failure = "\(pathA): \(String(cString: strerror(errno)))" }
+        if failure == nil, rename(pathB, pathA) != 0 && errno != ENOENT {
+            failure = "\(pathB): \(String(cString: strerror(errno)))"
+            _ = rename(temporary, pathA)
+        }
+        if failure == nil, rename(temporary, pathB) != 0 && errno != ENOENT {
+            failure = "\(temporary): \(String(cString: strerror(errno)))"
+        }
+        reopen(a)
+        reopen(b)
+        if let failure { throw ReplyError("ERR SWAPDB could not rename \(failure)") }
     }
 
     /// Opens every cache with a file in the directory (for FLUSHALL).
@@ -108,7 +183,23 @@ final class CacheRegistry {
 
     /// Closes every cache cleanly: commit, checkpoint, release the lock.
     func closeAll() {
-        for cache in open.values { cache.engine.close() }
+        for cache in open.values { cache.closeEngine() }
         open.removeAll()
+    }
+
+    /// Applies changed capacity and policy settings to the open caches.
+    /// - Returns: the caches now over capacity (evicted in bounded batches by the caller).
+    func apply(_ newConfig: ServerConfig) -> [OpenCache] {
+        config = newConfig
+        var over: [OpenCache] = []
+        for cache in open.values where cache.openError == nil {
+            let settings = config.settings(forCache: cache.name)
+            try? cache.engine.setEvictionPolicy(settings.policy)
+            if let within = try? cache.engine.setCapacity(settings.capacity, batchLimit: 0), !within {
+                cache.needsEviction = true
+                over.append(cache)
+            }
+        }
+        return over
     }
 }

@@ -114,5 +114,6 @@ struct CommandTable: Sendable {
         return ReplyError("ERR unknown command '\(name)', with args beginning with: \(shown)")
     }
 
-    static let standard = CommandTable(coreCommands + connectionCommands + serverCommands)
+    static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
+        + connectionCommands + serverCommands + debugCommands)
 }

@@ -33,6 +33,8 @@ public struct ServerConfig: Sendable {
     public var caches: [String: CacheSettings] = [:]
     /// SQLite's page cache per open cache file.
     public var pageCacheBytes = 16 * 1024 * 1024
+    /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
+    public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
     public var configFile: String?
 
@@ -149,6 +151,13 @@ extension ServerConfig {
                 throw ConfigError("argument must be 'yes' or 'no'")
             }
         }, render: { _ in "no" }),
+        Directive(name: "enable-debug-command", apply: { config, args in
+            let value = try one(args, "enable-debug-command").lowercased()
+            guard ["yes", "no", "local"].contains(value) else {
+                throw ConfigError("argument(s) must be one of the following: no, yes, local")
+            }
+            config.enableDebugCommand = value
+        }, render: { $0.enableDebugCommand }),
         Directive(name: "sqlite-cache-size", apply: { $0.pageCacheBytes = try size($1, "sqlite-cache-size") },
                   render: { "\($0.pageCacheBytes)" }),
     ]

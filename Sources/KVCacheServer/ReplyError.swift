@@ -10,6 +10,7 @@ struct ReplyError: Error, Equatable {
     static let syntax = ReplyError("ERR syntax error")
     static let notInteger = ReplyError("ERR value is not an integer or out of range")
     static let notFloat = ReplyError("ERR value is not a valid float")
+    static let intOutOfRange = ReplyError("ERR value is out of range, value must between -2147483648 and 2147483647")
     static let dbIndexOutOfRange = ReplyError("ERR DB index is out of range")
     static let noSuchKey = ReplyError("ERR no such key")
     static let overflow = ReplyError("ERR increment or decrement would overflow")

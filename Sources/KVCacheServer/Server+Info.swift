@@ -79,26 +79,27 @@ extension Server {
                 "max_caches:\(config.maxCaches)",
             ]
         case "stats":
-            let evicted = registry.open.values.reduce(0) { $0 + ((try? $1.engine.evictedCount()) ?? 0) }
+            let all = registry.open.values.compactMap { $0.statistics() }
             return [
                 "total_connections_received:\(stats.totalConnectionsReceived)",
                 "total_commands_processed:\(stats.totalCommandsProcessed)",
                 "rejected_connections:\(stats.rejectedConnections)",
-                "expired_keys:0",
-                "evicted_keys:\(evicted)",
+                "expired_keys:\(all.reduce(0) { $0 + $1.expired })",
+                "evicted_keys:\(all.reduce(0) { $0 + $1.evicted })",
                 "keyspace_hits:\(stats.keyspaceHits)",
                 "keyspace_misses:\(stats.keyspaceMisses)",
                 "total_error_replies:\(stats.totalErrorReplies)",
             ]
         case "keyspace":
+            // As Redis, a line per cache holding keys: Redis's three fields
+            // first, then this server's (content bytes, capacity, policy, counters).
             var lines: [String] = []
             for name in registry.open.keys.sorted() {
-                let cache = registry.open[name]!
-                guard let keys = try? cache.engine.count(), keys > 0 else { continue }
-                let bytes = (try? cache.engine.contentBytes()) ?? 0
-                let capacity = (try? cache.engine.capacity()) ?? 0
-                let evicted = (try? cache.engine.evictedCount()) ?? 0
-                lines.append("\(name):keys=\(keys),expires=0,avg_ttl=0,bytes=\(bytes),capacity=\(capacity),evicted=\(evicted)")
+                guard let s = registry.open[name]?.statistics(), s.entries > 0 else { continue }
+                let avgTTL = s.volatileEntries > 0 ? max(0, s.meanExpiresAt - now) : 0
+                lines.append("\(name):keys=\(s.entries),expires=\(s.volatileEntries),avg_ttl=\(avgTTL),"
+                    + "bytes=\(s.contentBytes),capacity=\(s.capacity),policy=\(s.policy.rawValue),"
+                    + "evicted=\(s.evicted),expired=\(s.expired)")
             }
             return lines
         case "commandstats":
@@ -134,4 +135,17 @@ func humanBytes(_ bytes: Int) -> String {
     if unit == 0 { return "\(bytes)B" }
     let hundredths = Int((value * 100).rounded())
     return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)\(units[unit])"
+}
+
+extension Server {
+    /// Counts a read for INFO's keyspace_hits / keyspace_misses.
+    func countLookup(_ cache: OpenCache, hit: Bool) {
+        if hit {
+            stats.keyspaceHits += 1
+            cache.hits += 1
+        } else {
+            stats.keyspaceMisses += 1
+            cache.misses += 1
+        }
+    }
 }

@@ -40,6 +40,13 @@ public final class Server {
     private var pendingFlush: [Connection] = []
     private var running = true
     private var lastCron: Int64 = 0
+    /// Caches still evicting down to a capacity that was cut at run time.
+    private var overCapacity: [OpenCache] = []
+    /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
+    var activeExpire = true
+    /// Set when the last sweep or eviction step left work: poll instead of sleeping.
+    private var backgroundWorkPending = false
+    static let sweepBatch = 200
 
     private static let signalToken: UInt64 = 1 << 63
     private static let listenerTokenBase: UInt64 = (1 << 63) | (1 << 62)
@@ -93,9 +100,12 @@ public final class Server {
         logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
             + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
         while running {
-            try epoll.wait(timeoutMilliseconds: 100) { event in
+            try epoll.wait(timeoutMilliseconds: backgroundWorkPending ? 0 : 100) { event in
                 self.handle(event)
             }
+            backgroundWorkPending = false
+            sweepExpired()
+            continueEviction()
             commitBatches()
             flushPending()
             let now = Self.nowMilliseconds()
@@ -310,12 +320,18 @@ public final class Server {
         return cache.engine
     }
 
-    /// Commits each cache written in this iteration. When a commit fails, the
-    /// replies to that cache's writes become the error before anything is sent.
-    private func commitBatches() {
+    /// Commits each cache written in this iteration (or only `only`). When a
+    /// commit fails, the replies to that cache's writes become the error
+    /// before anything is sent.
+    private func commitBatches(only: [OpenCache]? = nil) {
         guard !dirtyCaches.isEmpty else { return }
         var failed: [ObjectIdentifier: ReplyError] = [:]
+        var remaining: [OpenCache] = []
         for cache in dirtyCaches {
+            if let only, !only.contains(where: { $0 === cache }) {
+                remaining.append(cache)
+                continue
+            }
             cache.inBatch = false
             do {
                 try cache.engine.commitBatch()
@@ -324,7 +340,7 @@ public final class Server {
                 failed[ObjectIdentifier(cache)] = .engine(error)
             }
         }
-        dirtyCaches.removeAll(keepingCapacity: true)
+        dirtyCaches = remaining
         if !failed.isEmpty {
             // Latest first, so a patch never moves the ranges still to patch.
             for write in batchWrites.reversed() {
@@ -334,7 +350,26 @@ public final class Server {
                 write.connection.output.replaceSubrange(write.start..<write.end, with: replacement)
             }
         }
-        batchWrites.removeAll(keepingCapacity: true)
+        if only == nil || dirtyCaches.isEmpty { batchWrites.removeAll(keepingCapacity: true) }
+    }
+
+    /// Swaps the files of two caches (SWAPDB), committing their pending writes first.
+    func swap(_ a: OpenCache, _ b: OpenCache) throws {
+        commitBatches(only: [a, b])
+        try registry.swap(a, b)
+    }
+
+    /// Closes and reopens every open cache (DEBUG RELOAD), committing first.
+    func reloadCaches() {
+        commitBatches()
+        for cache in registry.open.values { registry.reopen(cache) }
+    }
+
+    /// Applies a changed configuration to the running server.
+    func apply(_ newConfig: ServerConfig) {
+        config = newConfig
+        logger.level = newConfig.logLevel
+        overCapacity.append(contentsOf: registry.apply(newConfig))
     }
 
     // MARK: Writing replies
@@ -392,6 +427,36 @@ public final class Server {
     }
 
     // MARK: Periodic work
+
+    /// Removes a bounded batch of expired entries from each open cache, so a
+    /// mass expiry never stalls the loop; more left means poll again at once.
+    private func sweepExpired() {
+        guard activeExpire else { return }
+        for cache in registry.open.values where cache.openError == nil {
+            do {
+                let engine = try writable(cache)
+                if try engine.removeExpired(limit: Self.sweepBatch) == Self.sweepBatch { backgroundWorkPending = true }
+            } catch {
+                logger.warning("Expiring keys in cache '\(cache.name)' failed: \(error)")
+            }
+        }
+    }
+
+    /// Evicts a bounded batch from each cache still over a reduced capacity.
+    private func continueEviction() {
+        guard !overCapacity.isEmpty else { return }
+        overCapacity.removeAll { cache in
+            do {
+                let within = try writable(cache).evict(limit: 1000)
+                cache.needsEviction = !within
+                return within
+            } catch {
+                logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
+                return true
+            }
+        }
+        if !overCapacity.isEmpty { backgroundWorkPending = true }
+    }
 
     private func cron(now: Int64) {
         if config.timeout > 0 {

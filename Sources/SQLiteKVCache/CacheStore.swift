@@ -19,23 +19,27 @@ final class CacheStore {
     }
     let clock: @Sendable () -> Date
 
-    private let db: SQLiteConnection
-    private let hasher = KeyHasher()
     private let lock: FileLock
 
-    /// Entries and content bytes, kept in memory and saved with every commit.
-    private(set) var count = 0
-    private(set) var bytes = 0
-    private var nextSeq: Int64 = 1
-    /// Entries evicted since this instance opened.
-    private(set) var evictedCount = 0
+    /// Entries, content bytes and expiry totals, kept in memory and saved with every commit.
+    var totals = Totals()
+    var count: Int { totals.count }
+    var bytes: Int { totals.bytes }
+    /// Entries evicted and expired since this instance opened.
+    var evictedCount = 0
+    var expiredCount = 0
+    /// No entry expires before this time (ms); a hint that spares the sweep a query.
+    var earliestExpiry: Int64 = .max
 
     /// Recency updates not yet written (LRU): digest → new sequence number.
-    private var pendingTouches: [KeyDigest: Int64] = [:]
-    private static let maxPendingTouches = 1024
+    var pendingTouches: [KeyDigest: Int64] = [:]
+    static let maxPendingTouches = 1024
 
-    private var batchOpen = false
-    private var batchError: SQLiteKVCache.Error?
+    var batchOpen = false
+    var batchError: SQLiteKVCache.Error?
+
+    let db: SQLiteConnection
+    let hasher = KeyHasher()
 
     // MARK: Opening
 
@@ -136,9 +140,11 @@ final class CacheStore {
                     id INTEGER PRIMARY KEY CHECK (id = 1),
                     entries INTEGER NOT NULL,
                     bytes INTEGER NOT NULL,
-                    next_seq INTEGER NOT NULL
+                    next_seq INTEGER NOT NULL,
+                    volatile INTEGER NOT NULL,
+                    expires_sum REAL NOT NULL
                 );
-                INSERT INTO stats VALUES (1, 0, 0, 1);
+                INSERT INTO stats VALUES (1, 0, 0, 1, 0, 0);
                 PRAGMA user_version=\(Self.schemaVersion);
                 """)
             try db.execute("COMMIT")
@@ -148,15 +154,15 @@ final class CacheStore {
         }
     }
 
-    private func loadTotals() throws {
-        let stmt = try db.statement("SELECT entries, bytes, next_seq FROM stats WHERE id = 1")
+    func loadTotals() throws {
+        let stmt = try db.statement("SELECT entries, bytes, next_seq, volatile, expires_sum FROM stats WHERE id = 1")
         defer { stmt.reset() }
         guard try stmt.step() else {
             throw SQLiteKVCache.Error.databaseUnavailable(reason: "\(path) has no stats row")
         }
-        count = Int(stmt.int64(0))
-        bytes = Int(stmt.int64(1))
-        nextSeq = stmt.int64(2)
+        totals = Totals(count: Int(stmt.int64(0)), bytes: Int(stmt.int64(1)), nextSeq: stmt.int64(2),
+                        volatile: Int(stmt.int64(3)), expiresSum: stmt.double(4))
+        earliestExpiry = totals.volatile > 0 ? .min : .max
     }
 
     /// Runs VACUUM when free pages are over 25% of the file.
@@ -172,7 +178,7 @@ final class CacheStore {
     }
 
     /// LRU evicts by sequence number alone, which needs its own index.
-    private func ensureRecencyIndex() throws {
+    func ensureRecencyIndex() throws {
         try db.execute("CREATE INDEX IF NOT EXISTS entries_by_recency ON entries(seq)")
     }
 
@@ -188,7 +194,7 @@ final class CacheStore {
     // MARK: Transactions
 
     /// Runs `body` as part of the open batch, or in a transaction of its own.
-    private func write<R>(_ body: () throws -> R) throws(SQLiteKVCache.Error) -> R {
+    func write<R>(_ body: () throws -> R) throws(SQLiteKVCache.Error) -> R {
         if let batchError { throw batchError }
         let ownTransaction = !batchOpen
         do {
@@ -214,8 +220,10 @@ final class CacheStore {
 
     private func commitTransaction() throws {
         try flushTouches()
-        let stmt = try db.statement("UPDATE stats SET entries = ?, bytes = ?, next_seq = ? WHERE id = 1")
-        stmt.bind(1, count); stmt.bind(2, bytes); stmt.bind(3, nextSeq)
+        let stmt = try db.statement(
+            "UPDATE stats SET entries = ?, bytes = ?, next_seq = ?, volatile = ?, expires_sum = ? WHERE id = 1")
+        stmt.bind(1, totals.count); stmt.bind(2, totals.bytes); stmt.bind(3, totals.nextSeq)
+        stmt.bind(4, totals.volatile); stmt.bind(5, totals.expiresSum)
         defer { stmt.reset() }
         _ = try stmt.step()
         try db.execute("COMMIT")
@@ -252,207 +260,34 @@ final class CacheStore {
         }
     }
 
-    // MARK: Reads
-
-    func digest(_ key: [UInt8]) -> KeyDigest { hasher.digest(key) }
-
-    /// Returns the live entry for `key`, or nil if absent or expired.
-    func get(key: [UInt8]) throws(SQLiteKVCache.Error) -> SQLiteKVCache.Entry? {
-        let digest = hasher.digest(key)
-        do {
-            let stmt = try db.statement(
-                "SELECT key, storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
-            defer { stmt.reset() }
-            digest.withBytes { stmt.bind(1, $0) }
-            guard try stmt.step() else { return nil }
-            let expiresAt: Int64? = stmt.isNull(4) ? nil : stmt.int64(4)
-            if let expiresAt, expiresAt <= nowMilliseconds() { return nil }
-            let entry = SQLiteKVCache.Entry(
-                key: stmt.bytes(0), storageDate: Date(timeIntervalSince1970: stmt.double(1)),
-                metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt)
-            if policy == .lru { touch(digest) }
-            return entry
-        } catch let failure as SQLiteFailure {
-            throw failure.asReadError
-        } catch {
-            throw .readFailed(sqliteCode: 1)
-        }
-    }
-
     func nowMilliseconds() -> Int64 {
         Int64((clock().timeIntervalSince1970 * 1000).rounded(.down))
     }
+}
 
-    // MARK: Writes
+/// The running totals a cache keeps beside its rows.
+struct Totals {
+    var count = 0
+    var bytes = 0
+    var nextSeq: Int64 = 1
+    /// Entries with an expiry, and the sum of their expiry times (for INFO's avg_ttl).
+    var volatile = 0
+    var expiresSum: Double = 0
 
-    /// Inserts or replaces the entry for `key`, then evicts per policy until
-    /// the cache is back within capacity.
-    /// - Throws: `entryTooLarge` if the entry alone exceeds capacity;
-    ///   `capacityExceeded` under `noeviction`; `writeFailed` from SQLite.
-    func put(_ entry: SQLiteKVCache.Entry) throws(SQLiteKVCache.Error) {
-        let size = entry.contentSize
-        if capacity > 0 && size > capacity {
-            throw .entryTooLarge(size: size, capacity: capacity)
-        }
-        let digest = hasher.digest(entry.key)
-        try write {
-            let oldSize = try sizeOf(digest)
-            if policy == .noeviction && capacity > 0 && bytes - (oldSize ?? 0) + size > capacity {
-                throw SQLiteKVCache.Error.capacityExceeded(capacity: capacity)
-            }
-            let seq = nextSeq
-            nextSeq += 1
-            let stmt = try db.statement("""
-                INSERT INTO entries(digest, size, storage_date, seq, expires_at, key, metadata, value)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
-                    seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
-                    metadata = excluded.metadata, value = excluded.value
-                """)
-            defer { stmt.reset() }
-            digest.withBytes { stmt.bind(1, $0) }
-            stmt.bind(2, size)
-            stmt.bind(3, entry.storageDate.timeIntervalSince1970)
-            stmt.bind(4, seq)
-            if let expiresAt = entry.expiresAt { stmt.bind(5, expiresAt) } else { stmt.bindNull(5) }
-            stmt.bind(6, entry.key)
-            stmt.bind(7, entry.metadata)
-            stmt.bind(8, entry.value)
-            _ = try stmt.step()
-            pendingTouches[digest] = nil
-            if let oldSize {
-                bytes += size - oldSize
-            } else {
-                count += 1
-                bytes += size
-            }
-            try evictToCapacity()
+    /// Accounts for a row added (`sign` 1) or removed (`sign` -1).
+    mutating func apply(size: Int, expiresAt: Int64?, sign: Int) {
+        count += sign
+        bytes += sign * size
+        if let expiresAt {
+            volatile += sign
+            expiresSum += Double(sign) * Double(expiresAt)
+            if volatile == 0 { expiresSum = 0 }
         }
     }
 
-    private func sizeOf(_ digest: KeyDigest) throws -> Int? {
-        let stmt = try db.statement("SELECT size FROM entries WHERE digest = ?")
-        defer { stmt.reset() }
-        digest.withBytes { stmt.bind(1, $0) }
-        return try stmt.step() ? Int(stmt.int64(0)) : nil
-    }
-
-    /// Removes the entry for `key`.
-    /// - Returns: whether an entry was removed.
-    @discardableResult
-    func delete(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
-        let digest = hasher.digest(key)
-        return try write {
-            let stmt = try db.statement("DELETE FROM entries WHERE digest = ? RETURNING size")
-            defer { stmt.reset() }
-            digest.withBytes { stmt.bind(1, $0) }
-            guard try stmt.step() else { return false }
-            let size = Int(stmt.int64(0))
-            while try stmt.step() {}
-            count -= 1
-            bytes -= size
-            pendingTouches[digest] = nil
-            return true
-        }
-    }
-
-    /// Removes every entry.
-    func clear() throws(SQLiteKVCache.Error) {
-        try write {
-            try db.execute("DELETE FROM entries")
-            count = 0
-            bytes = 0
-            pendingTouches.removeAll()
-        }
-    }
-
-    // MARK: Eviction
-
-    private func evictionQuery() -> String {
-        switch policy {
-        case .fifo, .noeviction:
-            return "DELETE FROM entries WHERE digest = (SELECT digest FROM entries ORDER BY storage_date, seq LIMIT 1) RETURNING size"
-        case .lru:
-            return "DELETE FROM entries WHERE digest = (SELECT digest FROM entries ORDER BY seq LIMIT 1) RETURNING size"
-        case .volatileTTL:
-            return """
-                DELETE FROM entries WHERE digest = coalesce(
-                    (SELECT digest FROM entries WHERE expires_at IS NOT NULL ORDER BY expires_at LIMIT 1),
-                    (SELECT digest FROM entries ORDER BY storage_date, seq LIMIT 1)) RETURNING size
-                """
-        }
-    }
-
-    /// Evicts one entry at a time, O(log n) each, until within capacity.
-    private func evictToCapacity() throws {
-        guard capacity > 0, bytes > capacity else { return }
-        if policy == .lru { try flushTouches() }
-        let stmt = try db.statement(evictionQuery())
-        while bytes > capacity {
-            defer { stmt.reset() }
-            guard try stmt.step() else { break }
-            let size = Int(stmt.int64(0))
-            while try stmt.step() {}
-            count -= 1
-            bytes -= size
-            evictedCount += 1
-        }
-    }
-
-    /// Changes capacity and evicts down to it, in batches of at most `batchLimit` entries.
-    /// - Returns: true when the cache is within capacity.
-    @discardableResult
-    func setCapacity(_ newCapacity: Int, batchLimit: Int = .max) throws(SQLiteKVCache.Error) -> Bool {
-        capacity = max(0, newCapacity)
-        return try evictStep(limit: batchLimit)
-    }
-
-    /// Evicts up to `limit` entries toward capacity.
-    /// - Returns: true when the cache is within capacity.
-    func evictStep(limit: Int) throws(SQLiteKVCache.Error) -> Bool {
-        guard capacity > 0, bytes > capacity else { return true }
-        let saved = capacity
-        return try write {
-            let stmt = try db.statement(evictionQuery())
-            var evicted = 0
-            while bytes > saved && evicted < limit {
-                defer { stmt.reset() }
-                guard try stmt.step() else { break }
-                let size = Int(stmt.int64(0))
-                while try stmt.step() {}
-                count -= 1
-                bytes -= size
-                evictedCount += 1
-                evicted += 1
-            }
-            return bytes <= saved
-        }
-    }
-
-    // MARK: Recency (LRU)
-
-    private func touch(_ digest: KeyDigest) {
-        pendingTouches[digest] = nextSeq
-        nextSeq += 1
-        if pendingTouches.count >= Self.maxPendingTouches && !batchOpen {
-            try? flushTouchesInOwnTransaction()
-        }
-    }
-
-    private func flushTouches() throws {
-        guard !pendingTouches.isEmpty else { return }
-        let stmt = try db.statement("UPDATE entries SET seq = ? WHERE digest = ?")
-        for (digest, seq) in pendingTouches {
-            defer { stmt.reset() }
-            stmt.bind(1, seq)
-            digest.withBytes { stmt.bind(2, $0) }
-            _ = try stmt.step()
-        }
-        pendingTouches.removeAll()
-    }
-
-    private func flushTouchesInOwnTransaction() throws {
-        guard !pendingTouches.isEmpty, !db.isInTransaction else { return }
-        try write {}
+    /// Takes the next write sequence number.
+    mutating func takeSeq() -> Int64 {
+        defer { nextSeq += 1 }
+        return nextSeq
     }
 }

@@ -119,6 +119,79 @@ public final class SQLiteKVCache: Sendable {
         try withStore { store throws(Error) in try store.clear() }
     }
 
+    /// True when a live (present, unexpired) entry exists for `key`.
+    public func contains(key: [UInt8]) throws(Error) -> Bool {
+        try withStore { store throws(Error) in try store.contains(key: key) }
+    }
+
+    /// Marks `key` as just used (for LRU) when it is live.
+    /// - Returns: whether it is live.
+    @discardableResult
+    public func touch(key: [UInt8]) throws(Error) -> Bool {
+        try withStore { store throws(Error) in try store.touch(key: key) }
+    }
+
+    /// Sets (milliseconds since 1970) or clears (nil) the expiry of a live entry.
+    /// - Returns: whether there was a live entry.
+    @discardableResult
+    public func setExpiry(key: [UInt8], expiresAt: Int64?) throws(Error) -> Bool {
+        try withStore { store throws(Error) in try store.setExpiry(key: key, expiresAt: expiresAt) }
+    }
+
+    /// Removes up to `limit` expired entries, soonest first, in O(log n) each.
+    /// - Returns: how many went; fewer than `limit` means none is left due.
+    public func removeExpired(limit: Int) throws(Error) -> Int {
+        try withStore { store throws(Error) in try store.expireStep(limit: limit) }
+    }
+
+    /// Evicts up to `limit` entries toward capacity (after a capacity cut).
+    /// - Returns: true when the cache is within capacity.
+    public func evict(limit: Int) throws(Error) -> Bool {
+        try withStore { store throws(Error) in try store.evictStep(limit: limit) }
+    }
+
+    /// One step of a scan of the live keys: start at cursor 0, continue with
+    /// the returned cursor until it is 0 again. A key present for the whole
+    /// scan is returned exactly once.
+    public func scan(cursor: UInt64, count: Int) throws(Error) -> (keys: [[UInt8]], next: UInt64) {
+        try withStore { store throws(Error) in try store.scan(cursor: cursor, count: count) }
+    }
+
+    /// Every live key.
+    public func keys() throws(Error) -> [[UInt8]] {
+        try withStore { store throws(Error) in try store.allKeys() }
+    }
+
+    /// A live key chosen at random, or nil when there is none.
+    public func randomKey() throws(Error) -> [UInt8]? {
+        try withStore { store throws(Error) in try store.randomKey() }
+    }
+
+    /// Counters and settings, read in one call.
+    public struct Statistics: Sendable, Equatable {
+        public var entries: Int
+        public var contentBytes: Int
+        public var capacity: Int
+        public var policy: EvictionPolicy
+        /// Entries that have an expiry.
+        public var volatileEntries: Int
+        /// The mean expiry time of those, in milliseconds since 1970 (0 when none).
+        public var meanExpiresAt: Int64
+        /// Evicted and expired since this instance opened the file.
+        public var evicted: Int
+        public var expired: Int
+    }
+
+    public func statistics() throws(Error) -> Statistics {
+        try withStore { store in
+            let t = store.totals
+            return Statistics(entries: t.count, contentBytes: t.bytes, capacity: store.capacity, policy: store.policy,
+                              volatileEntries: t.volatile,
+                              meanExpiresAt: t.volatile > 0 ? Int64(t.expiresSum / Double(t.volatile)) : 0,
+                              evicted: store.evictedCount, expired: store.expiredCount)
+        }
+    }
+
     /// The number of entries stored (expired ones not yet removed included).
     public func count() throws(Error) -> Int {
         try withStore { store in store.count }
@@ -139,9 +212,12 @@ public final class SQLiteKVCache: Sendable {
         try withStore { store in store.capacity }
     }
 
-    /// Sets the capacity and evicts down to it at once.
-    public func setCapacity(_ capacity: Int) throws(Error) {
-        _ = try withStore { store throws(Error) in try store.setCapacity(capacity) }
+    /// Sets the capacity and evicts down to it, at most `batchLimit` entries
+    /// now (the rest with `evict(limit:)`).
+    /// - Returns: true when the cache is within the new capacity.
+    @discardableResult
+    public func setCapacity(_ capacity: Int, batchLimit: Int = .max) throws(Error) -> Bool {
+        try withStore { store throws(Error) in try store.setCapacity(capacity, batchLimit: batchLimit) }
     }
 
     /// The eviction policy in force.

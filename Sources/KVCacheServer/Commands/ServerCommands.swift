@@ -9,7 +9,7 @@ let serverCommands: [Command] = [
             subcommands: ["count", "docs", "info", "list"]),
     Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for server configuration commands.", handler: config,
-            subcommands: ["get"]),
+            subcommands: ["get", "resetstat", "set"]),
     Command(name: "shutdown", arity: -1, flags: ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
             firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Commits everything, closes every cache and stops the server.", handler: shutdown),
@@ -78,9 +78,47 @@ private func config(_ ctx: CommandContext) throws {
             ctx.connection.replyBulk(name)
             ctx.connection.replyBulk(value)
         }
+    case "set":
+        try configSet(ctx)
+    case "resetstat":
+        guard ctx.args.count == 2 else { throw ReplyError.wrongArity("config|resetstat") }
+        ctx.server.stats = ServerStats()
+        ctx.connection.replyOK()
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "config")
     }
+}
+
+/// Settings CONFIG SET can change while the server runs.
+private let liveDirectives: Set<String> = [
+    "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit",
+    "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly",
+]
+
+/// CONFIG SET name value [name value ...]: all or nothing, applied at once.
+/// A `cache` value is a whole line's arguments: "sessions 256mb lru".
+private func configSet(_ ctx: CommandContext) throws {
+    guard ctx.args.count >= 4, ctx.args.count % 2 == 0 else { throw ReplyError.wrongArity("config|set") }
+    var config = ctx.server.config
+    for i in stride(from: 2, to: ctx.args.count, by: 2) {
+        let name = ctx.option(i)
+        guard ServerConfig.directivesByName[name] != nil else {
+            throw ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '\(ctx.text(i))'")
+        }
+        guard liveDirectives.contains(name) else {
+            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
+        }
+        let value = ctx.text(i + 1)
+        let words = name == "cache" || name == "bind"
+            ? value.split(separator: " ").map(String.init) : [value]
+        do {
+            try config.apply(name, words)
+        } catch let error as ConfigError {
+            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - \(error.description)")
+        }
+    }
+    ctx.server.apply(config)
+    ctx.connection.replyOK()
 }
 
 private func function(_ ctx: CommandContext) throws {

@@ -1,0 +1,260 @@
+import Foundation
+import RESP
+import SQLiteKVCache
+
+/// String commands: GET and SET with their options, the multi-key forms,
+/// ranges, and counters. Every read-modify-write runs on the loop thread
+/// inside the iteration's transaction, so it is atomic.
+let stringCommands: [Command] = [
+    Command(name: "get", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Returns the string value of a key.", handler: get),
+    Command(name: "set", arity: -3, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Sets the string value of a key, with optional expiry and conditions.", handler: set),
+    Command(name: "setnx", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Sets a key only when it does not exist.", handler: setnx),
+    Command(name: "setex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Sets a key and its expiry in seconds.", handler: { try setex($0, .seconds) }),
+    Command(name: "psetex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Sets a key and its expiry in milliseconds.", handler: { try setex($0, .milliseconds) }),
+    Command(name: "getex", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Returns a key's value and sets or clears its expiry.", handler: getex),
+    Command(name: "getdel", arity: 2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Returns a key's value and deletes it.", handler: getdel),
+    Command(name: "getset", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Sets a key and returns its previous value.", handler: getset),
+    Command(name: "mget", arity: -2, flags: ["readonly", "fast"], firstKey: 1, lastKey: -1, step: 1,
+            group: "string", summary: "Returns the values of several keys.", handler: mget),
+    Command(name: "mset", arity: -3, flags: ["write", "denyoom"], firstKey: 1, lastKey: -1, step: 2,
+            group: "string", summary: "Sets several keys at once.", handler: mset),
+    Command(name: "msetnx", arity: -3, flags: ["write", "denyoom"], firstKey: 1, lastKey: -1, step: 2,
+            group: "string", summary: "Sets several keys only when none of them exists.", handler: msetnx),
+    Command(name: "append", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Appends to a key's value.", handler: append),
+    Command(name: "strlen", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Returns the length of a key's value.", handler: strlen),
+    Command(name: "getrange", arity: 4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Returns a substring of a key's value.", handler: getrange),
+    Command(name: "substr", arity: 4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Returns a substring of a key's value (old name of GETRANGE).", handler: getrange),
+    Command(name: "setrange", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Overwrites part of a key's value at an offset.", handler: setrange),
+    Command(name: "incr", arity: 2, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Increments a key's integer value by one.", handler: { try incrBy($0, 1) }),
+    Command(name: "decr", arity: 2, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Decrements a key's integer value by one.", handler: { try incrBy($0, -1) }),
+    Command(name: "incrby", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Increments a key's integer value.", handler: { try incrBy($0, $0.integer(2)) }),
+    Command(name: "decrby", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Decrements a key's integer value.", handler: decrby),
+    Command(name: "incrbyfloat", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "string", summary: "Increments a key's floating-point value.", handler: incrbyfloat),
+]
+
+extension CommandContext {
+    /// The live entry for `key` in the selected cache, counted as a hit or miss.
+    func lookup(_ key: [UInt8]) throws -> SQLiteKVCache.Entry? {
+        let entry = try cache.engine.get(key: key)
+        server.countLookup(cache, hit: entry != nil)
+        return entry
+    }
+
+    /// Stores `value` under `key` in the selected cache, stamped now.
+    func store(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = []) throws {
+        try server.writable(cache).put(key: key, storageDate: Date(), metadata: metadata, value: value, expiresAt: expiresAt)
+    }
+
+    /// Stores a new value for an existing entry, keeping its expiry and metadata.
+    func update(_ old: SQLiteKVCache.Entry?, key: [UInt8], value: [UInt8]) throws {
+        try store(key, value, expiresAt: old?.expiresAt, metadata: old?.metadata ?? [])
+    }
+
+    var now: Int64 { Server.nowMilliseconds() }
+
+    /// Fails when a string would pass `proto-max-bulk-len`.
+    func checkStringLength(_ length: Int) throws {
+        guard length <= server.config.protoMaxBulkLen else {
+            throw ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+        }
+    }
+}
+
+private func get(_ ctx: CommandContext) throws {
+    ctx.connection.replyOptionalBulk(try ctx.lookup(ctx.args[1])?.value)
+}
+
+/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+private func set(_ ctx: CommandContext) throws {
+    let options = try StringSetOptions(ctx.args, from: 3, for: .set)
+    let now = ctx.now
+    let expiresAt = try options.expiry.map { try ctx.absoluteExpiry($0.argument, $0.form, now: now) }
+    let key = ctx.args[1]
+    let old = try ctx.cache.engine.get(key: key)
+    if (options.nx && old != nil) || (options.xx && old == nil) {
+        if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyNull() }
+        return
+    }
+    try ctx.store(key, ctx.args[2], expiresAt: options.keepTTL ? old?.expiresAt : expiresAt)
+    if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyOK() }
+}
+
+private func setnx(_ ctx: CommandContext) throws {
+    if try ctx.cache.engine.contains(key: ctx.args[1]) {
+        ctx.connection.replyInteger(0)
+        return
+    }
+    try ctx.store(ctx.args[1], ctx.args[2], expiresAt: nil)
+    ctx.connection.replyInteger(1)
+}
+
+private func setex(_ ctx: CommandContext, _ form: ExpiryForm) throws {
+    let expiresAt = try ctx.absoluteExpiry(ctx.args[2], form, now: ctx.now)
+    try ctx.store(ctx.args[1], ctx.args[3], expiresAt: expiresAt)
+    ctx.connection.replyOK()
+}
+
+/// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
+private func getex(_ ctx: CommandContext) throws {
+    let options = try StringSetOptions(ctx.args, from: 2, for: .getex)
+    guard let entry = try ctx.lookup(ctx.args[1]) else {
+        ctx.connection.replyNull()
+        return
+    }
+    let now = ctx.now
+    if let expiry = options.expiry {
+        let expiresAt = try ctx.absoluteExpiry(expiry.argument, expiry.form, now: now)
+        if expiresAt <= now {
+            _ = try ctx.server.writable(ctx.cache).delete(key: ctx.args[1])
+        } else {
+            try ctx.server.writable(ctx.cache).setExpiry(key: ctx.args[1], expiresAt: expiresAt)
+        }
+    } else if options.persist && entry.expiresAt != nil {
+        try ctx.server.writable(ctx.cache).setExpiry(key: ctx.args[1], expiresAt: nil)
+    }
+    ctx.connection.replyBulk(entry.value)
+}
+
+private func getdel(_ ctx: CommandContext) throws {
+    guard let entry = try ctx.lookup(ctx.args[1]) else {
+        ctx.connection.replyNull()
+        return
+    }
+    _ = try ctx.server.writable(ctx.cache).delete(key: ctx.args[1])
+    ctx.connection.replyBulk(entry.value)
+}
+
+private func getset(_ ctx: CommandContext) throws {
+    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    try ctx.store(ctx.args[1], ctx.args[2], expiresAt: nil)
+    ctx.connection.replyOptionalBulk(old?.value)
+}
+
+private func mget(_ ctx: CommandContext) throws {
+    var values: [[UInt8]?] = []
+    for key in ctx.args.dropFirst() { values.append(try ctx.lookup(key)?.value) }
+    ctx.connection.replyArrayHeader(values.count)
+    for value in values { ctx.connection.replyOptionalBulk(value) }
+}
+
+private func mset(_ ctx: CommandContext) throws {
+    guard ctx.args.count % 2 == 1 else { throw ReplyError.wrongArity(ctx.commandName) }
+    for i in stride(from: 1, to: ctx.args.count, by: 2) {
+        try ctx.store(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
+    }
+    ctx.connection.replyOK()
+}
+
+private func msetnx(_ ctx: CommandContext) throws {
+    guard ctx.args.count % 2 == 1 else { throw ReplyError.wrongArity(ctx.commandName) }
+    for i in stride(from: 1, to: ctx.args.count, by: 2) where try ctx.cache.engine.contains(key: ctx.args[i]) {
+        ctx.connection.replyInteger(0)
+        return
+    }
+    for i in stride(from: 1, to: ctx.args.count, by: 2) {
+        try ctx.store(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
+    }
+    ctx.connection.replyInteger(1)
+}
+
+private func append(_ ctx: CommandContext) throws {
+    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    let value = (old?.value ?? []) + ctx.args[2]
+    try ctx.checkStringLength(value.count)
+    try ctx.update(old, key: ctx.args[1], value: value)
+    ctx.connection.replyInteger(value.count)
+}
+
+private func strlen(_ ctx: CommandContext) throws {
+    ctx.connection.replyInteger(try ctx.lookup(ctx.args[1])?.value.count ?? 0)
+}
+
+/// GETRANGE key start end: inclusive, negative from the end, clamped as Redis 7.0 does.
+private func getrange(_ ctx: CommandContext) throws {
+    var start = try ctx.integer(2)
+    var end = try ctx.integer(3)
+    let value = try ctx.lookup(ctx.args[1])?.value ?? []
+    let length = Int64(value.count)
+    if start < 0 { start += length }
+    if end < 0 { end += length }
+    start = max(start, 0)
+    end = max(end, 0)
+    if end >= length { end = length - 1 }
+    guard length > 0, start <= end else {
+        ctx.connection.replyBulk([UInt8]())
+        return
+    }
+    ctx.connection.replyBulk(Array(value[Int(start)...Int(end)]))
+}
+
+private func setrange(_ ctx: CommandContext) throws {
+    let offset = try ctx.integer(2)
+    guard offset >= 0 else { throw ReplyError("ERR offset is out of range") }
+    let patch = ctx.args[3]
+    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    if patch.isEmpty {
+        ctx.connection.replyInteger(old?.value.count ?? 0)
+        return
+    }
+    let (end, overflow) = offset.addingReportingOverflow(Int64(patch.count))
+    guard !overflow, end <= Int64(ctx.server.config.protoMaxBulkLen) else {
+        throw ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    }
+    var value = old?.value ?? []
+    if value.count < Int(end) { value.append(contentsOf: repeatElement(0, count: Int(end) - value.count)) }
+    value.replaceSubrange(Int(offset)..<Int(end), with: patch)
+    try ctx.update(old, key: ctx.args[1], value: value)
+    ctx.connection.replyInteger(value.count)
+}
+
+private func incrBy(_ ctx: CommandContext, _ increment: Int64) throws {
+    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    var current: Int64 = 0
+    if let old {
+        guard let parsed = parseStrictInt64(old.value) else { throw ReplyError.notInteger }
+        current = parsed
+    }
+    let (result, overflow) = current.addingReportingOverflow(increment)
+    guard !overflow else { throw ReplyError.overflow }
+    try ctx.update(old, key: ctx.args[1], value: Array(String(result).utf8))
+    ctx.connection.replyInteger(result)
+}
+
+private func decrby(_ ctx: CommandContext) throws {
+    let decrement = try ctx.integer(2)
+    guard decrement != .min else { throw ReplyError("ERR decrement would overflow") }
+    try incrBy(ctx, -decrement)
+}
+
+private func incrbyfloat(_ ctx: CommandContext) throws {
+    guard let increment = parseLongDouble(ctx.args[2]) else { throw ReplyError.notFloat }
+    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    var current: LongDouble = 0
+    if let old {
+        guard let parsed = parseLongDouble(old.value) else { throw ReplyError.notFloat }
+        current = parsed
+    }
+    let result = current + increment
+    guard result.isFinite else { throw ReplyError("ERR increment would produce NaN or Infinity") }
+    let text = formatLongDouble(result)
+    try ctx.update(old, key: ctx.args[1], value: text)
+    ctx.connection.replyBulk(text)
+}

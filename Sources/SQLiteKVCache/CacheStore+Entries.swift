@@ -1,0 +1,163 @@
+import Foundation
+
+/// Reads and writes of single entries.
+extension CacheStore {
+    /// The size and expiry of the row for `digest`, if there is one (live or expired).
+    func rowInfo(_ digest: KeyDigest) throws -> (size: Int, expiresAt: Int64?)? {
+        let stmt = try db.statement("SELECT size, expires_at FROM entries WHERE digest = ?")
+        defer { stmt.reset() }
+        digest.withBytes { stmt.bind(1, $0) }
+        guard try stmt.step() else { return nil }
+        return (Int(stmt.int64(0)), stmt.isNull(1) ? nil : stmt.int64(1))
+    }
+
+    func isExpired(_ expiresAt: Int64?, now: Int64) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt <= now
+    }
+
+    /// Runs a read, mapping SQLite failures to `readFailed`.
+    func read<R>(_ body: () throws -> R) throws(SQLiteKVCache.Error) -> R {
+        do {
+            return try body()
+        } catch let failure as SQLiteFailure {
+            throw failure.asReadError
+        } catch let error as SQLiteKVCache.Error {
+            throw error
+        } catch {
+            throw .readFailed(sqliteCode: 1)
+        }
+    }
+
+    /// Returns the live entry for `key`, or nil if absent or expired.
+    func get(key: [UInt8]) throws(SQLiteKVCache.Error) -> SQLiteKVCache.Entry? {
+        let digest = hasher.digest(key)
+        return try read {
+            let stmt = try db.statement(
+                "SELECT key, storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            guard try stmt.step() else { return nil }
+            let expiresAt: Int64? = stmt.isNull(4) ? nil : stmt.int64(4)
+            if isExpired(expiresAt, now: nowMilliseconds()) { return nil }
+            let entry = SQLiteKVCache.Entry(
+                key: stmt.bytes(0), storageDate: Date(timeIntervalSince1970: stmt.double(1)),
+                metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt)
+            if policy == .lru { touch(digest) }
+            return entry
+        }
+    }
+
+    /// True when a live entry exists for `key`.
+    func contains(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        return try read {
+            guard let row = try rowInfo(digest) else { return false }
+            return !isExpired(row.expiresAt, now: nowMilliseconds())
+        }
+    }
+
+    /// Marks `key` as used now (LRU) if it is live.
+    /// - Returns: whether it is live.
+    func touch(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        let live = try read {
+            guard let row = try rowInfo(digest) else { return false }
+            return !isExpired(row.expiresAt, now: nowMilliseconds())
+        }
+        if live && policy == .lru { touch(digest) }
+        return live
+    }
+
+    /// Inserts or replaces the entry for `key`, then evicts per policy until
+    /// the cache is back within capacity.
+    /// - Throws: `entryTooLarge` if the entry alone exceeds capacity;
+    ///   `capacityExceeded` under `noeviction`; `writeFailed` from SQLite.
+    func put(_ entry: SQLiteKVCache.Entry) throws(SQLiteKVCache.Error) {
+        let size = entry.contentSize
+        if capacity > 0 && size > capacity {
+            throw .entryTooLarge(size: size, capacity: capacity)
+        }
+        let digest = hasher.digest(entry.key)
+        try write {
+            let old = try rowInfo(digest)
+            if policy == .noeviction && capacity > 0 && bytes - (old?.size ?? 0) + size > capacity {
+                throw SQLiteKVCache.Error.capacityExceeded(capacity: capacity)
+            }
+            let stmt = try db.statement("""
+                INSERT INTO entries(digest, size, storage_date, seq, expires_at, key, metadata, value)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
+                    seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
+                    metadata = excluded.metadata, value = excluded.value
+                """)
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            stmt.bind(2, size)
+            stmt.bind(3, entry.storageDate.timeIntervalSince1970)
+            stmt.bind(4, totals.takeSeq())
+            if let expiresAt = entry.expiresAt { stmt.bind(5, expiresAt) } else { stmt.bindNull(5) }
+            stmt.bind(6, entry.key)
+            stmt.bind(7, entry.metadata)
+            stmt.bind(8, entry.value)
+            _ = try stmt.step()
+            pendingTouches[digest] = nil
+            if let old { totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1) }
+            totals.apply(size: size, expiresAt: entry.expiresAt, sign: 1)
+            if let expiresAt = entry.expiresAt { earliestExpiry = min(earliestExpiry, expiresAt) }
+            try evictToCapacity()
+        }
+    }
+
+    /// Sets or clears the expiry of the live entry for `key`.
+    /// - Returns: whether there was a live entry.
+    func setExpiry(key: [UInt8], expiresAt: Int64?) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        return try write {
+            guard let old = try rowInfo(digest), !isExpired(old.expiresAt, now: nowMilliseconds()) else { return false }
+            let stmt = try db.statement("UPDATE entries SET expires_at = ? WHERE digest = ?")
+            defer { stmt.reset() }
+            if let expiresAt { stmt.bind(1, expiresAt) } else { stmt.bindNull(1) }
+            digest.withBytes { stmt.bind(2, $0) }
+            _ = try stmt.step()
+            totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
+            totals.apply(size: old.size, expiresAt: expiresAt, sign: 1)
+            if let expiresAt { earliestExpiry = min(earliestExpiry, expiresAt) }
+            return true
+        }
+    }
+
+    /// Removes the entry for `key`.
+    /// - Returns: whether a live entry was removed (an expired one is removed
+    ///   too, but counts as expired, not deleted).
+    @discardableResult
+    func delete(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        return try write {
+            let stmt = try db.statement("DELETE FROM entries WHERE digest = ? RETURNING size, expires_at")
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            guard try stmt.step() else { return false }
+            let size = Int(stmt.int64(0))
+            let expiresAt: Int64? = stmt.isNull(1) ? nil : stmt.int64(1)
+            while try stmt.step() {}
+            totals.apply(size: size, expiresAt: expiresAt, sign: -1)
+            pendingTouches[digest] = nil
+            if isExpired(expiresAt, now: nowMilliseconds()) {
+                expiredCount += 1
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Removes every entry.
+    func clear() throws(SQLiteKVCache.Error) {
+        try write {
+            try db.execute("DELETE FROM entries")
+            totals = Totals(nextSeq: totals.nextSeq)
+            pendingTouches.removeAll()
+            earliestExpiry = .max
+        }
+    }
+}
