@@ -14,7 +14,7 @@ struct ServerIntegrationTests {
         let c = try server.client()
         #expect(try c.call("SET", "k", "v") == .ok)
         #expect(try c.call("GET", "k") == .bulk("v"))
-        #expect(try c.call("GET", "missing") == .null)
+        #expect(try c.call("GET", "missing") == .nilBulk)
         #expect(try c.call("SET", "k2", "") == .ok)
         #expect(try c.call("GET", "k2") == .bulk(""))
         #expect(try c.call("EXISTS", "k", "k2", "nope", "k") == .integer(3))
@@ -69,7 +69,7 @@ struct ServerIntegrationTests {
         #expect(try c.call("SELECT", "3") == .ok)
         #expect(try c.call("GET", "k") == .bulk("in-db3"))
         #expect(try c.call("SELECT", "0") == .ok)
-        #expect(try c.call("GET", "k") == .null)
+        #expect(try c.call("GET", "k") == .nilBulk)
         #expect(try c.call("SELECT", "SESSIONS") == .ok)
         #expect(try c.call("GET", "k") == .bulk("in-sessions"))
         #expect(try c.call("SELECT", "16") == .error("ERR DB index is out of range"))
@@ -77,7 +77,7 @@ struct ServerIntegrationTests {
             "ERR invalid cache name '../etc': use 1 to 64 of a-z 0-9 . _ - or a DB index"))
         // FLUSHDB empties only the selected cache; FLUSHALL every one.
         #expect(try c.call("FLUSHDB") == .ok)
-        #expect(try c.call("GET", "k") == .null)
+        #expect(try c.call("GET", "k") == .nilBulk)
         #expect(try c.call("SELECT", "3") == .ok)
         #expect(try c.call("GET", "k") == .bulk("in-db3"))
         #expect(try c.call("FLUSHALL") == .ok)
@@ -157,9 +157,9 @@ struct ServerIntegrationTests {
         }
         // Each entry is 100 bytes: 20 fit in 2048.
         #expect(try c.call("DBSIZE") == .integer(20))
-        #expect(try c.call("GET", "key-079") == .null)
+        #expect(try c.call("GET", "key-079") == .nilBulk)
         #expect(try c.call("GET", "key-080") == .bulk(String(repeating: "x", count: 93)))
-        #expect(try c.call("GET", "key-099") != .null)
+        #expect(try c.call("GET", "key-099") != .nilBulk)
         guard case .bulk(let info?) = try c.call("INFO", "keyspace") else { Issue.record("INFO failed"); return }
         let text = String(decoding: info, as: UTF8.self)
         #expect(text.contains("small:keys=20,"))

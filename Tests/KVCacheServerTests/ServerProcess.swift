@@ -249,5 +249,5 @@ final class TestClient {
 extension RESPValue {
     static func bulk(_ text: String) -> RESPValue { .bulk(Array(text.utf8)) }
     static let ok = RESPValue.simpleString("OK")
-    static let null = RESPValue.bulk(nil)
+    static let nilBulk = RESPValue.bulk(nil)
 }
