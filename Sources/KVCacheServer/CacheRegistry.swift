@@ -33,6 +33,14 @@ final class OpenCache {
         return stats
     }
 
+    /// Marks the cache for background eviction when it holds more than its
+    /// capacity (its capacity was lowered between runs, or SWAPDB brought
+    /// in a fuller file).
+    func checkCapacity() {
+        guard let stats = try? engine.statistics() else { return }
+        needsEviction = stats.capacity > 0 && stats.contentBytes > stats.capacity
+    }
+
     /// Closes the engine, keeping its counters.
     func closeEngine() {
         if let stats = try? engine.statistics() {
@@ -116,6 +124,7 @@ final class CacheRegistry {
         }
         let (engine, openError) = openEngine(name)
         let cache = OpenCache(name: name, engine: engine, openError: openError)
+        cache.checkCapacity()
         open[name] = cache
         known.insert(name)
         return cache
@@ -125,7 +134,8 @@ final class CacheRegistry {
     private func openEngine(_ name: String) -> (SQLiteKVCache, SQLiteKVCache.Error?) {
         let settings = config.settings(forCache: name)
         let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: .init(
-            diskCapacity: settings.capacity, evictionPolicy: settings.policy, pageCacheBytes: config.pageCacheBytes))
+            diskCapacity: settings.capacity, evictionPolicy: settings.policy, pageCacheBytes: config.pageCacheBytes,
+            memoryTierBytes: config.memoryTierBytes))
         do {
             try engine.open()
             logger.verbose("Opened cache '\(name)' (\((try? engine.count()) ?? 0) keys)")
@@ -140,6 +150,7 @@ final class CacheRegistry {
     func reopen(_ cache: OpenCache) {
         cache.closeEngine()
         (cache.engine, cache.openError) = openEngine(cache.name)
+        cache.checkCapacity()
     }
 
     /// Swaps the files of two caches: both are closed (committed and
@@ -188,18 +199,15 @@ final class CacheRegistry {
     }
 
     /// Applies changed capacity and policy settings to the open caches.
-    /// - Returns: the caches now over capacity (evicted in bounded batches by the caller).
-    func apply(_ newConfig: ServerConfig) -> [OpenCache] {
+    /// Caches over capacity evict in bounded batches from the server's loop.
+    func apply(_ newConfig: ServerConfig) {
         config = newConfig
-        var over: [OpenCache] = []
         for cache in open.values where cache.openError == nil {
             let settings = config.settings(forCache: cache.name)
             try? cache.engine.setEvictionPolicy(settings.policy)
             if let within = try? cache.engine.setCapacity(settings.capacity, batchLimit: 0), !within {
                 cache.needsEviction = true
-                over.append(cache)
             }
         }
-        return over
     }
 }

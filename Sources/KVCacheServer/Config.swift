@@ -33,6 +33,8 @@ public struct ServerConfig: Sendable {
     public var caches: [String: CacheSettings] = [:]
     /// SQLite's page cache per open cache file.
     public var pageCacheBytes = 16 * 1024 * 1024
+    /// Hot entries kept in memory per open cache, so reads skip SQLite.
+    public var memoryTierBytes = 32 * 1024 * 1024
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
@@ -158,6 +160,8 @@ extension ServerConfig {
             }
             config.enableDebugCommand = value
         }, render: { $0.enableDebugCommand }),
+        Directive(name: "memory-tier-size", apply: { $0.memoryTierBytes = try size($1, "memory-tier-size") },
+                  render: { "\($0.memoryTierBytes)" }),
         Directive(name: "sqlite-cache-size", apply: { $0.pageCacheBytes = try size($1, "sqlite-cache-size") },
                   render: { "\($0.pageCacheBytes)" }),
     ]

@@ -40,8 +40,6 @@ public final class Server {
     private var pendingFlush: [Connection] = []
     private var running = true
     private var lastCron: Int64 = 0
-    /// Caches still evicting down to a capacity that was cut at run time.
-    private var overCapacity: [OpenCache] = []
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
     /// Set when the last sweep or eviction step left work: poll instead of sleeping.
@@ -369,7 +367,7 @@ public final class Server {
     func apply(_ newConfig: ServerConfig) {
         config = newConfig
         logger.level = newConfig.logLevel
-        overCapacity.append(contentsOf: registry.apply(newConfig))
+        registry.apply(newConfig)
     }
 
     // MARK: Writing replies
@@ -442,20 +440,18 @@ public final class Server {
         }
     }
 
-    /// Evicts a bounded batch from each cache still over a reduced capacity.
+    /// Evicts a bounded batch from each cache over its capacity (after a
+    /// capacity cut, a swap, or a file opened with a smaller capacity).
     private func continueEviction() {
-        guard !overCapacity.isEmpty else { return }
-        overCapacity.removeAll { cache in
+        for cache in registry.open.values where cache.needsEviction {
             do {
-                let within = try writable(cache).evict(limit: 1000)
-                cache.needsEviction = !within
-                return within
+                cache.needsEviction = !(try writable(cache).evict(limit: 1000))
             } catch {
                 logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
-                return true
+                cache.needsEviction = false
             }
+            if cache.needsEviction { backgroundWorkPending = true }
         }
-        if !overCapacity.isEmpty { backgroundWorkPending = true }
     }
 
     private func cron(now: Int64) {

@@ -32,6 +32,11 @@ extension CacheStore {
     /// Returns the live entry for `key`, or nil if absent or expired.
     func get(key: [UInt8]) throws(SQLiteKVCache.Error) -> SQLiteKVCache.Entry? {
         let digest = hasher.digest(key)
+        if let cached = tier.get(digest) {
+            if isExpired(cached.expiresAt, now: nowMilliseconds()) { return nil }
+            if policy == .lru { touch(digest) }
+            return cached
+        }
         return try read {
             let stmt = try db.statement(
                 "SELECT key, storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
@@ -43,6 +48,7 @@ extension CacheStore {
             let entry = SQLiteKVCache.Entry(
                 key: stmt.bytes(0), storageDate: Date(timeIntervalSince1970: stmt.double(1)),
                 metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt)
+            tier.set(digest, entry)
             if policy == .lru { touch(digest) }
             return entry
         }
@@ -51,6 +57,7 @@ extension CacheStore {
     /// True when a live entry exists for `key`.
     func contains(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
+        if let cached = tier.get(digest) { return !isExpired(cached.expiresAt, now: nowMilliseconds()) }
         return try read {
             guard let row = try rowInfo(digest) else { return false }
             return !isExpired(row.expiresAt, now: nowMilliseconds())
@@ -61,9 +68,14 @@ extension CacheStore {
     /// - Returns: whether it is live.
     func touch(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
-        let live = try read {
-            guard let row = try rowInfo(digest) else { return false }
-            return !isExpired(row.expiresAt, now: nowMilliseconds())
+        let live: Bool
+        if let cached = tier.get(digest) {
+            live = !isExpired(cached.expiresAt, now: nowMilliseconds())
+        } else {
+            live = try read {
+                guard let row = try rowInfo(digest) else { return false }
+                return !isExpired(row.expiresAt, now: nowMilliseconds())
+            }
         }
         if live && policy == .lru { touch(digest) }
         return live
@@ -102,6 +114,7 @@ extension CacheStore {
             stmt.bind(8, entry.value)
             _ = try stmt.step()
             pendingTouches[digest] = nil
+            tier.set(digest, entry)
             if let old { totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1) }
             totals.apply(size: size, expiresAt: entry.expiresAt, sign: 1)
             if let expiresAt = entry.expiresAt { earliestExpiry = min(earliestExpiry, expiresAt) }
@@ -123,6 +136,10 @@ extension CacheStore {
             totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
             totals.apply(size: old.size, expiresAt: expiresAt, sign: 1)
             if let expiresAt { earliestExpiry = min(earliestExpiry, expiresAt) }
+            if var cached = tier.get(digest) {
+                cached.expiresAt = expiresAt
+                tier.set(digest, cached)
+            }
             return true
         }
     }
@@ -143,6 +160,7 @@ extension CacheStore {
             while try stmt.step() {}
             totals.apply(size: size, expiresAt: expiresAt, sign: -1)
             pendingTouches[digest] = nil
+            tier.remove(digest)
             if isExpired(expiresAt, now: nowMilliseconds()) {
                 expiredCount += 1
                 return false
@@ -157,6 +175,7 @@ extension CacheStore {
             try db.execute("DELETE FROM entries")
             totals = Totals(nextSeq: totals.nextSeq)
             pendingTouches.removeAll()
+            tier.removeAll()
             earliestExpiry = .max
         }
     }

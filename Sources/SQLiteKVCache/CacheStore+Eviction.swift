@@ -13,7 +13,7 @@ extension CacheStore {
                          (SELECT digest FROM entries ORDER BY storage_date, seq LIMIT 1))
                 """
         }
-        return "DELETE FROM entries WHERE digest = \(victim) RETURNING size, expires_at"
+        return "DELETE FROM entries WHERE digest = \(victim) RETURNING size, expires_at, digest"
     }
 
     /// Evicts one entry at a time (O(log n) each) until within `capacity` or `limit` entries went.
@@ -28,6 +28,7 @@ extension CacheStore {
             guard try stmt.step() else { break }
             let size = Int(stmt.int64(0))
             let expiresAt: Int64? = stmt.isNull(1) ? nil : stmt.int64(1)
+            tier.remove(stmt.digest(2))
             while try stmt.step() {}
             totals.apply(size: size, expiresAt: expiresAt, sign: -1)
             evictedCount += 1

@@ -10,7 +10,7 @@ extension CacheStore {
             let stmt = try db.statement("""
                 DELETE FROM entries WHERE digest IN
                     (SELECT digest FROM entries WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
-                RETURNING size, expires_at
+                RETURNING size, expires_at, digest
                 """)
             defer { stmt.reset() }
             stmt.bind(1, now)
@@ -18,6 +18,7 @@ extension CacheStore {
             var removed = 0
             while try stmt.step() {
                 totals.apply(size: Int(stmt.int64(0)), expiresAt: stmt.int64(1), sign: -1)
+                tier.remove(stmt.digest(2))
                 removed += 1
             }
             expiredCount += removed

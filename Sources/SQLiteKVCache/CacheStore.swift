@@ -40,6 +40,8 @@ final class CacheStore {
 
     let db: SQLiteConnection
     let hasher = KeyHasher()
+    /// Hot entries in memory, coherent with the file.
+    let tier: MemoryTier
 
     // MARK: Opening
 
@@ -48,7 +50,8 @@ final class CacheStore {
     /// vacuuming when the freelist is over a quarter of the file.
     /// - Throws: `SQLiteKVCache.Error` saying why the cache is unavailable.
     init(handle: String, directory: String, capacity: Int, policy: EvictionPolicy,
-         pageCacheBytes: Int, clock: @escaping @Sendable () -> Date) throws(SQLiteKVCache.Error) {
+         pageCacheBytes: Int, memoryTierBytes: Int, clock: @escaping @Sendable () -> Date) throws(SQLiteKVCache.Error) {
+        self.tier = MemoryTier(budget: memoryTierBytes)
         self.handle = handle
         self.capacity = max(0, capacity)
         self.policy = policy
@@ -95,6 +98,9 @@ final class CacheStore {
 
     private func configure(pageCacheBytes: Int) throws {
         try db.execute("PRAGMA page_size=4096")
+        // One owner per file (the lock file): exclusive locking spares every
+        // transaction its fcntl locks, and WAL then needs no shared memory.
+        try db.execute("PRAGMA locking_mode=EXCLUSIVE")
         let mode = try db.scalarText("PRAGMA journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
             throw SQLiteKVCache.Error.databaseUnavailable(
@@ -233,6 +239,7 @@ final class CacheStore {
     private func abandonTransaction() {
         if db.isInTransaction { try? db.execute("ROLLBACK") }
         pendingTouches.removeAll()
+        tier.removeAll()
         try? loadTotals()
     }
 

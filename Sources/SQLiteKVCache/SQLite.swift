@@ -186,6 +186,15 @@ final class SQLiteStatement {
         return String(cString: cString)
     }
 
+    /// The column as a key digest (a 32-byte blob).
+    func digest(_ column: Int32) -> KeyDigest {
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        guard count == 32, let base = sqlite3_column_blob(stmt, column) else {
+            preconditionFailure("digest column of \(count) bytes")
+        }
+        return KeyDigest(bytes: UnsafeRawBufferPointer(start: base, count: 32))
+    }
+
     /// The column's bytes, copied out.
     func bytes(_ column: Int32) -> [UInt8] {
         let count = Int(sqlite3_column_bytes(stmt, column))

@@ -17,14 +17,18 @@ public final class SQLiteKVCache: Sendable {
         public var evictionPolicy: EvictionPolicy
         /// SQLite's page cache for this file, in bytes.
         public var pageCacheBytes: Int
+        /// Hot entries kept in memory to skip SQLite on reads, in bytes; 0 disables.
+        public var memoryTierBytes: Int
         /// The time used for expiry, injectable for tests.
         public var clock: @Sendable () -> Date
 
         public init(diskCapacity: Int = 0, evictionPolicy: EvictionPolicy = .fifo,
-                    pageCacheBytes: Int = 16 << 20, clock: @escaping @Sendable () -> Date = { Date() }) {
+                    pageCacheBytes: Int = 16 << 20, memoryTierBytes: Int = 16 << 20,
+                    clock: @escaping @Sendable () -> Date = { Date() }) {
             self.diskCapacity = diskCapacity
             self.evictionPolicy = evictionPolicy
             self.pageCacheBytes = pageCacheBytes
+            self.memoryTierBytes = memoryTierBytes
             self.clock = clock
         }
     }
@@ -74,7 +78,7 @@ public final class SQLiteKVCache: Sendable {
                     store = try CacheStore(
                         handle: name, directory: directory, capacity: configuration.diskCapacity,
                         policy: configuration.evictionPolicy, pageCacheBytes: configuration.pageCacheBytes,
-                        clock: configuration.clock)
+                        memoryTierBytes: configuration.memoryTierBytes, clock: configuration.clock)
                 } catch {
                     state = .failed(error)
                     throw error
@@ -180,6 +184,11 @@ public final class SQLiteKVCache: Sendable {
         /// Evicted and expired since this instance opened the file.
         public var evicted: Int
         public var expired: Int
+        /// Reads served from the memory tier, reads that went to SQLite, and the tier's size.
+        public var tierHits: Int
+        public var tierMisses: Int
+        public var tierBytes: Int
+        public var tierEntries: Int
     }
 
     public func statistics() throws(Error) -> Statistics {
@@ -188,7 +197,9 @@ public final class SQLiteKVCache: Sendable {
             return Statistics(entries: t.count, contentBytes: t.bytes, capacity: store.capacity, policy: store.policy,
                               volatileEntries: t.volatile,
                               meanExpiresAt: t.volatile > 0 ? Int64(t.expiresSum / Double(t.volatile)) : 0,
-                              evicted: store.evictedCount, expired: store.expiredCount)
+                              evicted: store.evictedCount, expired: store.expiredCount,
+                              tierHits: store.tier.hits, tierMisses: store.tier.misses,
+                              tierBytes: store.tier.bytes, tierEntries: store.tier.count)
         }
     }
 

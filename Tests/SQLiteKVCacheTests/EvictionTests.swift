@@ -172,11 +172,14 @@ struct FileFormatTests {
     @Test func walIsSeenFromASecondConnection() throws {
         let c = SQLiteKVCache(handle: "wal", directory: dir.path, diskCapacity: 0)
         try c.put(key: bytes("k"), storageDate: Date(), metadata: [], value: bytes("v"))
-        let raw = RawDatabase(path: dir.file("wal.sqlite"))
-        #expect(raw.scalar("PRAGMA journal_mode") == "wal")
-        #expect(raw.scalar("SELECT count(*) FROM entries") == "1")
+        // While the engine owns the file it holds SQLite's exclusive lock: a
+        // second connection cannot read it.
+        let during = RawDatabase(path: dir.file("wal.sqlite"))
+        #expect(during.scalar("SELECT count(*) FROM entries") == nil)
         c.close()
-        #expect(RawDatabase(path: dir.file("wal.sqlite")).scalar("PRAGMA journal_mode") == "wal")
+        let after = RawDatabase(path: dir.file("wal.sqlite"))
+        #expect(after.scalar("PRAGMA journal_mode") == "wal")
+        #expect(after.scalar("SELECT count(*) FROM entries") == "1")
     }
 
     @Test func schemaMismatchRecreatesTheCache() throws {
@@ -196,11 +199,16 @@ struct FileFormatTests {
     }
 
     @Test func foreignTablesAreDroppedOnMismatch() throws {
-        let raw = RawDatabase(path: dir.file("foreign.sqlite"))
-        raw.execute("CREATE TABLE stuff(x); INSERT INTO stuff VALUES (1);")
+        do {
+            let raw = RawDatabase(path: dir.file("foreign.sqlite"))
+            raw.execute("CREATE TABLE stuff(x); INSERT INTO stuff VALUES (1);")
+        }
         let c = SQLiteKVCache(handle: "foreign", directory: dir.path, diskCapacity: 0)
         try c.put(key: bytes("k"), storageDate: Date(), metadata: [], value: [])
+        c.close()
+        let raw = RawDatabase(path: dir.file("foreign.sqlite"))
         #expect(raw.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'stuff'") == "0")
+        #expect(raw.scalar("SELECT count(*) FROM entries") == "1")
     }
 
     func freelist(_ name: String) -> (free: Int, pages: Int) {
@@ -221,11 +229,12 @@ struct FileFormatTests {
         #expect(before.free * 4 > before.pages, "the churn must leave over 25% free pages")
         let c = SQLiteKVCache(handle: "churn", directory: dir.path, diskCapacity: 0)
         try c.open()
+        #expect(try c.count() == 100)
+        #expect(try c.get(key: bytes("k1999")) != nil)
+        c.close()
         let after = freelist("churn.sqlite")
         #expect(after.free == 0)
         #expect(after.pages < before.pages)
-        #expect(try c.count() == 100)
-        #expect(try c.get(key: bytes("k1999")) != nil)
     }
 
     @Test func vacuumIsSkippedBelowTheThreshold() throws {
@@ -242,6 +251,7 @@ struct FileFormatTests {
         #expect(before.free * 4 <= before.pages)
         let c = SQLiteKVCache(handle: "light", directory: dir.path, diskCapacity: 0)
         try c.open()
+        c.close()
         let after = freelist("light.sqlite")
         #expect(after.free == before.free)
         #expect(after.pages == before.pages)

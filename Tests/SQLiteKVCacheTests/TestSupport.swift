@@ -25,7 +25,7 @@ final class RawDatabase {
 
     init(path: String) {
         precondition(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, "cannot open \(path)")
-        sqlite3_busy_timeout(db, 5000)
+        sqlite3_busy_timeout(db, 100)
     }
 
     deinit { sqlite3_close_v2(db) }

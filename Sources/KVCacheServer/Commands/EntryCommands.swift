@@ -22,7 +22,8 @@ private func put(_ ctx: CommandContext) throws {
     if dateArgument == [UInt8(ascii: "*")] {
         storageDate = Date()
     } else {
-        guard let ms = parseStrictInt64(dateArgument) else {
+        // Years 1 to 9999: dates a Double of seconds holds to the millisecond.
+        guard let ms = parseStrictInt64(dateArgument), ms >= -62_135_596_800_000, ms <= 253_402_300_799_999 else {
             throw ReplyError("ERR storage date must be milliseconds since 1970 or *")
         }
         storageDate = Date(timeIntervalSince1970: Double(ms) / 1000)
@@ -59,7 +60,8 @@ private func get(_ ctx: CommandContext) throws {
     let c = ctx.connection
     c.replyArrayHeader(4)
     c.replyBulk(entry.key)
-    c.replyInteger(Int64((entry.storageDate.timeIntervalSince1970 * 1000).rounded()))
+    let ms = (entry.storageDate.timeIntervalSince1970 * 1000).rounded()
+    c.replyInteger(ms.isFinite ? Int64(max(-9.0e18, min(9.0e18, ms))) : 0)
     c.replyBulk(entry.metadata)
     c.replyBulk(entry.value)
 }

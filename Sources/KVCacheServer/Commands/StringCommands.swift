@@ -88,7 +88,9 @@ private func set(_ ctx: CommandContext) throws {
     let now = ctx.now
     let expiresAt = try options.expiry.map { try ctx.absoluteExpiry($0.argument, $0.form, now: now) }
     let key = ctx.args[1]
-    let old = try ctx.cache.engine.get(key: key)
+    // The old entry matters only to NX, XX, GET and KEEPTTL.
+    let needsOld = options.nx || options.xx || options.get || options.keepTTL
+    let old = needsOld ? try ctx.cache.engine.get(key: key) : nil
     if (options.nx && old != nil) || (options.xx && old == nil) {
         if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyNull() }
         return
