@@ -29,54 +29,85 @@ extension CacheStore {
         }
     }
 
-    /// Returns the live entry for `key`, or nil if absent or expired.
+    /// Returns the live entry for `key`, or nil if absent or expired. An
+    /// expired entry found here is deleted at once (lazy expiry, as Redis).
     func get(key: [UInt8]) throws(SQLiteKVCache.Error) -> SQLiteKVCache.Entry? {
         let digest = hasher.digest(key)
+        let now = nowMilliseconds()
         if let cached = tier.get(digest) {
-            if isExpired(cached.expiresAt, now: nowMilliseconds()) { return nil }
+            if isExpired(cached.expiresAt, now: now) {
+                expireLazily(digest, now: now)
+                return nil
+            }
             if policy == .lru { touch(digest) }
             return cached
         }
-        return try read {
+        let found: SQLiteKVCache.Entry? = try read {
             let stmt = try db.statement(
                 "SELECT key, storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
             let expiresAt: Int64? = stmt.isNull(4) ? nil : stmt.int64(4)
-            if isExpired(expiresAt, now: nowMilliseconds()) { return nil }
-            let entry = SQLiteKVCache.Entry(
+            return SQLiteKVCache.Entry(
                 key: stmt.bytes(0), storageDate: Date(timeIntervalSince1970: stmt.double(1)),
                 metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt)
-            tier.set(digest, entry)
-            if policy == .lru { touch(digest) }
-            return entry
         }
+        guard let entry = found else { return nil }
+        if isExpired(entry.expiresAt, now: now) {
+            expireLazily(digest, now: now)
+            return nil
+        }
+        tier.set(digest, entry)
+        if policy == .lru { touch(digest) }
+        return entry
+    }
+
+    /// Deletes the entry for `digest` if it has expired by `now`, counting it
+    /// as expired. Best effort: a failure leaves it to the sweep.
+    func expireLazily(_ digest: KeyDigest, now: Int64) {
+        _ = try? write {
+            let stmt = try db.statement("DELETE FROM entries WHERE digest = ? AND expires_at <= ? RETURNING size, expires_at")
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            stmt.bind(2, now)
+            guard try stmt.step() else { return }
+            let size = Int(stmt.int64(0)), expiresAt = stmt.int64(1)
+            while try stmt.step() {}
+            totals.apply(size: size, expiresAt: expiresAt, sign: -1)
+            expiredCount += 1
+            pendingTouches[digest] = nil
+            tier.remove(digest)
+        }
+    }
+
+    /// Whether `digest` has a live entry; an expired one is deleted on the way.
+    private func isLive(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> Bool {
+        let now = nowMilliseconds()
+        let expiresAt: Int64??
+        if let cached = tier.get(digest) {
+            expiresAt = .some(cached.expiresAt)
+        } else {
+            expiresAt = try read { try rowInfo(digest).map { $0.expiresAt } }
+        }
+        guard let expiresAt else { return false }
+        if isExpired(expiresAt, now: now) {
+            expireLazily(digest, now: now)
+            return false
+        }
+        return true
     }
 
     /// True when a live entry exists for `key`.
     func contains(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
-        let digest = hasher.digest(key)
-        if let cached = tier.get(digest) { return !isExpired(cached.expiresAt, now: nowMilliseconds()) }
-        return try read {
-            guard let row = try rowInfo(digest) else { return false }
-            return !isExpired(row.expiresAt, now: nowMilliseconds())
-        }
+        try isLive(hasher.digest(key))
     }
 
     /// Marks `key` as used now (LRU) if it is live.
     /// - Returns: whether it is live.
     func touch(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
-        let live: Bool
-        if let cached = tier.get(digest) {
-            live = !isExpired(cached.expiresAt, now: nowMilliseconds())
-        } else {
-            live = try read {
-                guard let row = try rowInfo(digest) else { return false }
-                return !isExpired(row.expiresAt, now: nowMilliseconds())
-            }
-        }
+        let live = try isLive(digest)
         if live && policy == .lru { touch(digest) }
         return live
     }

@@ -163,7 +163,7 @@ struct ServerIntegrationTests {
         guard case .bulk(let info?) = try c.call("INFO", "keyspace") else { Issue.record("INFO failed"); return }
         let text = String(decoding: info, as: UTF8.self)
         #expect(text.contains("small:keys=20,"))
-        #expect(text.contains("bytes=2000,capacity=2048,evicted=80"))
+        #expect(text.contains("bytes=2000,capacity=2048,policy=fifo,evicted=80"))
         guard case .bulk(let stats?) = try c.call("INFO", "stats") else { Issue.record("INFO failed"); return }
         #expect(String(decoding: stats, as: UTF8.self).contains("evicted_keys:80"))
         // An entry larger than the whole cache is refused, nothing is lost.
