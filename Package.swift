@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "RESP", targets: ["RESP"]),
         .library(name: "KVCacheServer", targets: ["KVCacheServer"]),
         .executable(name: "kvcache-server", targets: ["kvcache-server"]),
+        .executable(name: "kvcache-bench", targets: ["kvcache-bench"]),
     ],
     targets: [
         // C system libraries, seen through module maps only.
@@ -22,6 +23,8 @@ let package = Package(
         // Server: event loop, connections, command table, config, INFO.
         .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux"]),
         .executableTarget(name: "kvcache-server", dependencies: ["KVCacheServer"]),
+        // The engine benchmark (bench/engine/run.py compares it with a C ceiling).
+        .executableTarget(name: "kvcache-bench", dependencies: ["SQLiteKVCache"]),
 
         .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite"]),
         .testTarget(name: "RESPTests", dependencies: ["RESP"]),

@@ -138,6 +138,7 @@ final class CacheRegistry {
             memoryTierBytes: config.memoryTierBytes))
         do {
             try engine.open()
+            try engine.setDeferredWrites(config.durability == .everysec)
             logger.verbose("Opened cache '\(name)' (\((try? engine.count()) ?? 0) keys)")
             return (engine, nil)
         } catch {
@@ -203,6 +204,7 @@ final class CacheRegistry {
     func apply(_ newConfig: ServerConfig) {
         config = newConfig
         for cache in open.values where cache.openError == nil {
+            try? cache.engine.setDeferredWrites(config.durability == .everysec)
             let settings = config.settings(forCache: cache.name)
             try? cache.engine.setEvictionPolicy(settings.policy)
             if let within = try? cache.engine.setCapacity(settings.capacity, batchLimit: 0), !within {

@@ -13,6 +13,15 @@ public struct CacheSettings: Sendable, Equatable {
     public var policy: EvictionPolicy?
 }
 
+/// When a write is acknowledged.
+public enum Durability: String, Sendable {
+    /// After its transaction commits (the default): a crash loses nothing acknowledged.
+    case commit
+    /// At once; commits happen at least once a second, as Redis's
+    /// `appendfsync everysec`: a crash can lose about the last second.
+    case everysec
+}
+
 /// The server's settings: Redis's names where Redis has the setting.
 public struct ServerConfig: Sendable {
     public var port = 6379
@@ -35,6 +44,7 @@ public struct ServerConfig: Sendable {
     public var pageCacheBytes = 16 * 1024 * 1024
     /// Hot entries kept in memory per open cache, so reads skip SQLite.
     public var memoryTierBytes = 32 * 1024 * 1024
+    public var durability = Durability.commit
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
@@ -153,6 +163,13 @@ extension ServerConfig {
                 throw ConfigError("argument must be 'yes' or 'no'")
             }
         }, render: { _ in "no" }),
+        Directive(name: "durability", apply: { config, args in
+            let text = try one(args, "durability").lowercased()
+            guard let value = Durability(rawValue: text) else {
+                throw ConfigError("argument(s) must be one of the following: commit, everysec")
+            }
+            config.durability = value
+        }, render: { $0.durability.rawValue }),
         Directive(name: "enable-debug-command", apply: { config, args in
             let value = try one(args, "enable-debug-command").lowercased()
             guard ["yes", "no", "local"].contains(value) else {

@@ -74,6 +74,8 @@ extension Server {
                 "aof_enabled:0",
                 "aof_rewrite_in_progress:0",
                 "storage:sqlite",
+                "durability:\(config.durability.rawValue)",
+                "failed_commits:\(stats.failedCommits)",
                 "open_caches:\(registry.open.count)",
                 "known_caches:\(registry.known.count)",
                 "max_caches:\(config.maxCaches)",

@@ -40,6 +40,12 @@ public final class Server {
     private var pendingFlush: [Connection] = []
     private var running = true
     private var lastCron: Int64 = 0
+    /// Write commands run since the last commit, and when that was (`everysec`).
+    private var writesSinceCommit = 0
+    private var lastCommit: Int64 = 0
+    /// In `everysec` mode, a commit is forced after this many writes.
+    static let maxWriteBacklog = 200_000
+    static let maxPendingBytes = 256 << 20
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
     /// Set when the last sweep or eviction step left work: poll instead of sleeping.
@@ -104,7 +110,7 @@ public final class Server {
             backgroundWorkPending = false
             sweepExpired()
             continueEviction()
-            commitBatches()
+            commitIfDue()
             flushPending()
             let now = Self.nowMilliseconds()
             if now - lastCron >= 100 {
@@ -300,9 +306,29 @@ public final class Server {
             connection.replyError(ReplyError("ERR \(error)"))
             stats.totalErrorReplies += 1
         }
-        for cache in touchedByCommand {
-            batchWrites.append((connection, start, connection.output.count, cache))
+        if !touchedByCommand.isEmpty {
+            writesSinceCommit += 1
+            if config.durability == .commit {
+                for cache in touchedByCommand {
+                    batchWrites.append((connection, start, connection.output.count, cache))
+                }
+            }
         }
+    }
+
+    /// Commits the open batches when the durability mode says so: every
+    /// iteration for `commit` (replies wait for it); for `everysec` once a
+    /// second, or at once when the backlog passes its bound (backpressure).
+    private func commitIfDue() {
+        guard !dirtyCaches.isEmpty else { return }
+        if config.durability == .everysec {
+            let now = Self.nowMilliseconds()
+            let due = now - lastCommit >= 1000 || writesSinceCommit >= Self.maxWriteBacklog
+                || dirtyCaches.reduce(0) { $0 + ((try? $1.engine.pendingWrites().bytes) ?? 0) } >= Self.maxPendingBytes
+            guard due else { return }
+            lastCommit = now
+        }
+        commitBatches()
     }
 
     // MARK: Group commit
@@ -336,9 +362,11 @@ public final class Server {
             } catch {
                 logger.warning("Commit to cache '\(cache.name)' failed: \(error)")
                 failed[ObjectIdentifier(cache)] = .engine(error)
+                stats.failedCommits += 1
             }
         }
         dirtyCaches = remaining
+        if dirtyCaches.isEmpty { writesSinceCommit = 0 }
         if !failed.isEmpty {
             // Latest first, so a patch never moves the ranges still to patch.
             for write in batchWrites.reversed() {
@@ -365,6 +393,7 @@ public final class Server {
 
     /// Applies a changed configuration to the running server.
     func apply(_ newConfig: ServerConfig) {
+        if newConfig.durability != config.durability { commitBatches() }
         config = newConfig
         logger.level = newConfig.logLevel
         registry.apply(newConfig)
@@ -500,6 +529,9 @@ struct ServerStats {
     var totalCommandsProcessed = 0
     var totalConnectionsReceived = 0
     var rejectedConnections = 0
+    /// Commits that failed (their writes were answered with the error, or,
+    /// under `durability everysec`, lost after being acknowledged).
+    var failedCommits = 0
     var totalErrorReplies = 0
     var keyspaceHits = 0
     var keyspaceMisses = 0

@@ -34,6 +34,15 @@ extension CacheStore {
     func get(key: [UInt8]) throws(SQLiteKVCache.Error) -> SQLiteKVCache.Entry? {
         let digest = hasher.digest(key)
         let now = nowMilliseconds()
+        if let write = pending[digest] {
+            guard case .put(let entry, _) = write else { return nil }
+            if isExpired(entry.expiresAt, now: now) {
+                _ = try? deferDelete(digest)
+                return nil
+            }
+            if policy == .lru { touch(digest) }
+            return entry
+        }
         if let cached = tier.get(digest) {
             if isExpired(cached.expiresAt, now: now) {
                 expireLazily(digest, now: now)
@@ -66,6 +75,10 @@ extension CacheStore {
     /// Deletes the entry for `digest` if it has expired by `now`, counting it
     /// as expired. Best effort: a failure leaves it to the sweep.
     func expireLazily(_ digest: KeyDigest, now: Int64) {
+        if defersWrites || pending[digest] != nil {
+            _ = try? deferDelete(digest)
+            return
+        }
         _ = try? write {
             let stmt = try db.statement("DELETE FROM entries WHERE digest = ? AND expires_at <= ? RETURNING size, expires_at")
             defer { stmt.reset() }
@@ -85,7 +98,9 @@ extension CacheStore {
     private func isLive(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> Bool {
         let now = nowMilliseconds()
         let expiresAt: Int64??
-        if let cached = tier.get(digest) {
+        if let known = knownRow(digest) {
+            expiresAt = known.map { $0.expiresAt }
+        } else if let cached = tier.get(digest) {
             expiresAt = .some(cached.expiresAt)
         } else {
             expiresAt = try read { try rowInfo(digest).map { $0.expiresAt } }
@@ -122,27 +137,20 @@ extension CacheStore {
             throw .entryTooLarge(size: size, capacity: capacity)
         }
         let digest = hasher.digest(entry.key)
+        if defersWrites { return try deferPut(entry, digest: digest) }
+        if pending[digest] != nil { try flushPending() }
         try write {
-            let old = try rowInfo(digest)
+            // The tier holds only rows that exist: a hit spares the lookup.
+            let old = try tier.peek(digest).map { (size: $0.contentSize, expiresAt: $0.expiresAt) } ?? rowInfo(digest)
             if policy == .noeviction && capacity > 0 && bytes - (old?.size ?? 0) + size > capacity {
                 throw SQLiteKVCache.Error.capacityExceeded(capacity: capacity)
             }
-            let stmt = try db.statement("""
-                INSERT INTO entries(digest, size, storage_date, seq, expires_at, key, metadata, value)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
-                    seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
-                    metadata = excluded.metadata, value = excluded.value
-                """)
+            // A plain INSERT or UPDATE: the lookup above already knows which.
+            let stmt = try db.statement(old == nil
+                ? "INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                : "UPDATE entries SET size = ?, storage_date = ?, seq = ?, expires_at = ?, key = ?, metadata = ?, value = ? WHERE digest = ?")
             defer { stmt.reset() }
-            digest.withBytes { stmt.bind(1, $0) }
-            stmt.bind(2, size)
-            stmt.bind(3, entry.storageDate.timeIntervalSince1970)
-            stmt.bind(4, totals.takeSeq())
-            if let expiresAt = entry.expiresAt { stmt.bind(5, expiresAt) } else { stmt.bindNull(5) }
-            stmt.bind(6, entry.key)
-            stmt.bind(7, entry.metadata)
-            stmt.bind(8, entry.value)
+            bindRow(stmt, entry, seq: totals.takeSeq(), digest: digest)
             _ = try stmt.step()
             pendingTouches[digest] = nil
             tier.set(digest, entry)
@@ -157,6 +165,7 @@ extension CacheStore {
     /// - Returns: whether there was a live entry.
     func setExpiry(key: [UInt8], expiresAt: Int64?) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
+        if pending[digest] != nil { try flushPending() }
         return try write {
             guard let old = try rowInfo(digest), !isExpired(old.expiresAt, now: nowMilliseconds()) else { return false }
             let stmt = try db.statement("UPDATE entries SET expires_at = ? WHERE digest = ?")
@@ -181,6 +190,8 @@ extension CacheStore {
     @discardableResult
     func delete(key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
+        if defersWrites { return try deferDelete(digest) }
+        if pending[digest] != nil { try flushPending() }
         return try write {
             let stmt = try db.statement("DELETE FROM entries WHERE digest = ? RETURNING size, expires_at")
             defer { stmt.reset() }
@@ -203,6 +214,8 @@ extension CacheStore {
     /// Removes every entry.
     func clear() throws(SQLiteKVCache.Error) {
         try write {
+            pending.removeAll()
+            pendingBytes = 0
             try db.execute("DELETE FROM entries")
             totals = Totals(nextSeq: totals.nextSeq)
             pendingTouches.removeAll()

@@ -54,7 +54,10 @@ extension CacheStore {
     /// - Returns: true when the cache is within capacity.
     func evictStep(limit: Int) throws(SQLiteKVCache.Error) -> Bool {
         guard capacity > 0, bytes > capacity else { return true }
-        return try write { try evict(limit: limit) }
+        return try write {
+            try applyPending()
+            return try evict(limit: limit)
+        }
     }
 
     // MARK: Recency (LRU)

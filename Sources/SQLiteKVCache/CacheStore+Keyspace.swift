@@ -6,6 +6,7 @@ extension CacheStore {
     func expireStep(limit: Int) throws(SQLiteKVCache.Error) -> Int {
         let now = nowMilliseconds()
         guard earliestExpiry <= now, totals.volatile > 0 else { return 0 }
+        try flushPending()
         return try write {
             let stmt = try db.statement("""
                 DELETE FROM entries WHERE digest IN
@@ -34,7 +35,8 @@ extension CacheStore {
     ///   continue from (0 when done). Keys present for the whole scan are all
     ///   returned once: entries sharing the cursor's 64-bit prefix are never split.
     func scan(cursor: UInt64, count: Int) throws(SQLiteKVCache.Error) -> (keys: [[UInt8]], next: UInt64) {
-        try read {
+        try flushPending()
+        return try read {
             let now = nowMilliseconds()
             var start = [UInt8](repeating: 0, count: 32)
             withUnsafeBytes(of: cursor.bigEndian) { start.replaceSubrange(0..<8, with: $0) }
@@ -75,7 +77,8 @@ extension CacheStore {
 
     /// Every live key, in digest order.
     func allKeys() throws(SQLiteKVCache.Error) -> [[UInt8]] {
-        try read {
+        try flushPending()
+        return try read {
             let now = nowMilliseconds()
             let stmt = try db.statement("SELECT key, expires_at FROM entries")
             defer { stmt.reset() }
@@ -91,7 +94,8 @@ extension CacheStore {
 
     /// A live key chosen at random, or nil when there is none.
     func randomKey() throws(SQLiteKVCache.Error) -> [UInt8]? {
-        try read {
+        try flushPending()
+        return try read {
             guard totals.count > 0 else { return nil }
             let now = nowMilliseconds()
             let stmt = try db.statement("""

@@ -45,6 +45,11 @@ final class MemoryTier {
         return slots.values[index].entry
     }
 
+    /// The entry for `digest`, without counting a hit or marking it used.
+    func peek(_ digest: KeyDigest) -> SQLiteKVCache.Entry? {
+        slots[digest]?.entry
+    }
+
     /// Stores (or replaces) the entry for `digest`, then evicts to the budget.
     /// An entry larger than a quarter of the budget is not kept.
     func set(_ digest: KeyDigest, _ entry: SQLiteKVCache.Entry) {

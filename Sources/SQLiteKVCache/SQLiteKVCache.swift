@@ -241,6 +241,18 @@ public final class SQLiteKVCache: Sendable {
         _ = try withStore { store in store.policy = policy }
     }
 
+    /// Defers the writes of a batch (see `beginBatch`): puts and deletes are
+    /// kept in memory, the latest per key, and applied to SQLite when the
+    /// batch commits. For a server acknowledging writes before they commit.
+    public func setDeferredWrites(_ enabled: Bool) throws(Error) {
+        _ = try withStore { store in store.deferWrites = enabled }
+    }
+
+    /// Writes waiting for the batch to commit, and their content bytes.
+    public func pendingWrites() throws(Error) -> (count: Int, bytes: Int) {
+        try withStore { store in (store.pending.count, store.pendingBytes) }
+    }
+
     /// Starts grouping writes into one transaction until `commitBatch()`.
     /// Meant for a single owner (the server's loop thread): writes from
     /// other threads meanwhile join the same batch.

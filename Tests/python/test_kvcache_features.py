@@ -355,7 +355,7 @@ def test_info_counts_expired_and_evicted_keys_and_reports_ttls(fresh_server):
 # 4. Expiry across restarts
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("how", ["running", "restart", "kill9"])
+@pytest.mark.parametrize("how", ["running", "restart", pytest.param("kill9", marks=pytest.mark.commit_durability)])
 def test_expiry_survives_restart(fresh_server, how):
     s = fresh_server()
     c = s.raw()

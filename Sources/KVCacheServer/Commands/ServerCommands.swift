@@ -92,7 +92,7 @@ private func config(_ ctx: CommandContext) throws {
 /// Settings CONFIG SET can change while the server runs.
 private let liveDirectives: Set<String> = [
     "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit",
-    "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly",
+    "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
 ]
 
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.

@@ -1,0 +1,74 @@
+// Measures the SQLiteKVCache library alone: puts and gets per second at a
+// given number of entries, printed as one JSON line per measurement, the
+// same shape as bench/engine/ceiling.c prints for the C ceiling.
+//
+//   kvcache-bench --entries N --mode put1|put1000|get|get-tier [--ops M] [--dir D]
+import Foundation
+import SQLiteKVCache
+
+var entries = 10_000
+var mode = "put1000"
+var ops: Int?
+var directory = FileManager.default.temporaryDirectory.path + "/kvcache-bench-\(getpid())"
+var args = CommandLine.arguments.dropFirst()
+while let flag = args.popFirst() {
+    guard let value = args.popFirst() else { fatalError("\(flag) needs a value") }
+    switch flag {
+    case "--entries": entries = Int(value)!
+    case "--mode": mode = value
+    case "--ops": ops = Int(value)!
+    case "--dir": directory = value
+    default: fatalError("unknown option \(flag)")
+    }
+}
+
+func key(_ n: Int) -> [UInt8] { Array("key:\(n)".utf8) }
+let value = [UInt8](repeating: 0x61, count: 100)
+
+let tier = mode == "get-tier" ? 64 << 20 : 0
+let cache = SQLiteKVCache(handle: "bench", directory: directory, configuration: .init(memoryTierBytes: tier))
+try cache.clear()
+
+// Populate N entries in batches of 1000.
+var n = 0
+while n < entries {
+    try cache.beginBatch()
+    for _ in 0..<min(1000, entries - n) {
+        try cache.put(key: key(n), storageDate: Date(), metadata: [], value: value)
+        n += 1
+    }
+    try cache.commitBatch()
+}
+
+var generator = SystemRandomNumberGenerator()
+let count: Int
+let start = DispatchTime.now().uptimeNanoseconds
+switch mode {
+case "put1":
+    count = ops ?? 5_000
+    for _ in 0..<count {
+        try cache.put(key: key(Int.random(in: 0..<entries, using: &generator)), storageDate: Date(), metadata: [], value: value)
+    }
+case "put1000":
+    count = ops ?? 100_000
+    var done = 0
+    while done < count {
+        try cache.beginBatch()
+        for _ in 0..<min(1000, count - done) {
+            try cache.put(key: key(Int.random(in: 0..<entries, using: &generator)), storageDate: Date(), metadata: [], value: value)
+            done += 1
+        }
+        try cache.commitBatch()
+    }
+case "get", "get-tier":
+    count = ops ?? 200_000
+    for _ in 0..<count {
+        guard try cache.get(key: key(Int.random(in: 0..<entries, using: &generator))) != nil else { fatalError("missing key") }
+    }
+default:
+    fatalError("unknown mode \(mode)")
+}
+let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+print("{\"impl\":\"swift\",\"mode\":\"\(mode)\",\"entries\":\(entries),\"ops\":\(count),\"seconds\":\(seconds),\"ops_per_sec\":\(Double(count) / seconds)}")
+cache.close()
+try? FileManager.default.removeItem(atPath: directory)
