@@ -40,11 +40,11 @@ public final class Server {
     private var pendingFlush: [Connection] = []
     private var running = true
     private var lastCron: Int64 = 0
-    /// Write commands run since the last commit, and when that was (`everysec`).
-    private var writesSinceCommit = 0
+    /// When the last commit was (`everysec`).
     private var lastCommit: Int64 = 0
-    /// In `everysec` mode, a commit is forced after this many writes.
-    static let maxWriteBacklog = 200_000
+    /// In `everysec` mode, a commit is forced when this many keys (or bytes)
+    /// wait: it bounds both the memory held and how long one commit takes.
+    static let maxPendingWrites = 50_000
     static let maxPendingBytes = 256 << 20
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
@@ -306,12 +306,9 @@ public final class Server {
             connection.replyError(ReplyError("ERR \(error)"))
             stats.totalErrorReplies += 1
         }
-        if !touchedByCommand.isEmpty {
-            writesSinceCommit += 1
-            if config.durability == .commit {
-                for cache in touchedByCommand {
-                    batchWrites.append((connection, start, connection.output.count, cache))
-                }
+        if config.durability == .commit {
+            for cache in touchedByCommand {
+                batchWrites.append((connection, start, connection.output.count, cache))
             }
         }
     }
@@ -323,8 +320,13 @@ public final class Server {
         guard !dirtyCaches.isEmpty else { return }
         if config.durability == .everysec {
             let now = Self.nowMilliseconds()
-            let due = now - lastCommit >= 1000 || writesSinceCommit >= Self.maxWriteBacklog
-                || dirtyCaches.reduce(0) { $0 + ((try? $1.engine.pendingWrites().bytes) ?? 0) } >= Self.maxPendingBytes
+            var backlog = (count: 0, bytes: 0)
+            for cache in dirtyCaches {
+                let pending = (try? cache.engine.pendingWrites()) ?? (count: 0, bytes: 0)
+                backlog = (backlog.count + pending.count, backlog.bytes + pending.bytes)
+            }
+            let due = now - lastCommit >= 1000 || backlog.count >= Self.maxPendingWrites
+                || backlog.bytes >= Self.maxPendingBytes
             guard due else { return }
             lastCommit = now
         }
@@ -366,7 +368,6 @@ public final class Server {
             }
         }
         dirtyCaches = remaining
-        if dirtyCaches.isEmpty { writesSinceCommit = 0 }
         if !failed.isEmpty {
             // Latest first, so a patch never moves the ranges still to patch.
             for write in batchWrites.reversed() {
