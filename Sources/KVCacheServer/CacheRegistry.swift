@@ -18,6 +18,9 @@ final class OpenCache {
     var earlierExpired = 0
     /// True while the cache is over capacity after a capacity cut.
     var needsEviction = false
+    /// Under `durability everysec`, why the last commit failed: writes are
+    /// refused with it until a probe write succeeds.
+    var commitFailure: SQLiteKVCache.Error?
 
     init(name: String, engine: SQLiteKVCache, openError: SQLiteKVCache.Error?) {
         self.name = name
@@ -65,6 +68,33 @@ final class CacheRegistry {
     private(set) var open: [String: OpenCache] = [:]
     /// Names with a file in the directory, opened or not.
     private(set) var known: Set<String> = []
+    /// The descriptor holding the data directory's lock for this server's life.
+    private var directoryLock: Int32 = -1
+
+    deinit { if directoryLock >= 0 { close(directoryLock) } }
+
+    /// Takes `<dir>/kvcache-server.lock` (flock) and writes our pid into it,
+    /// so a second server on the same directory fails at start-up.
+    /// - Throws: `ConfigError` naming the owner when another server holds it.
+    static func lockDirectory(_ dir: String) throws -> Int32 {
+        let path = dir + "/kvcache-server.lock"
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ConfigError("can't create the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            let owner = String(decoding: buffer.prefix(max(0, n)), as: UTF8.self).trimmingCharacters(in: " \n")
+            close(fd)
+            throw ConfigError("the data directory \(dir) is in use by another kvcache-server"
+                + (owner.isEmpty ? "" : " (pid \(owner))"))
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return fd
+    }
 
     init(config: ServerConfig, logger: Logger) throws {
         self.config = config
@@ -84,6 +114,7 @@ final class CacheRegistry {
         guard access(config.dir, W_OK | X_OK) == 0 else {
             throw ConfigError("the data directory \(config.dir) is not writable: \(String(cString: strerror(errno)))")
         }
+        directoryLock = try Self.lockDirectory(config.dir)
         for file in (try? fm.contentsOfDirectory(atPath: config.dir)) ?? [] where file.hasSuffix(".sqlite") {
             let name = String(file.dropLast(".sqlite".count))
             if SQLiteKVCache.isValidHandle(name) && name == name.lowercased() { known.insert(name) }
@@ -133,9 +164,13 @@ final class CacheRegistry {
     /// Creates and opens the engine for `name` with its configured capacity and policy.
     private func openEngine(_ name: String) -> (SQLiteKVCache, SQLiteKVCache.Error?) {
         let settings = config.settings(forCache: name)
-        let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: .init(
+        var configuration = SQLiteKVCache.Configuration(
             diskCapacity: settings.capacity, evictionPolicy: settings.policy, pageCacheBytes: config.pageCacheBytes,
-            memoryTierBytes: config.memoryTierBytes))
+            memoryTierBytes: config.memoryTierBytes)
+        configuration.maxPageCount = config.sqliteMaxPageCount
+        let logger = self.logger
+        configuration.onRecovery = { message in logger.warning(message) }
+        let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: configuration)
         do {
             try engine.open()
             try engine.setDeferredWrites(config.durability == .everysec)

@@ -22,6 +22,13 @@ public enum Durability: String, Sendable {
     case everysec
 }
 
+/// `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`; 0 disables a bound.
+public struct OutputBufferLimit: Sendable, Equatable {
+    public var hard: Int
+    public var soft: Int
+    public var softSeconds: Int
+}
+
 /// The server's settings: Redis's names where Redis has the setting.
 public struct ServerConfig: Sendable {
     public var port = 6379
@@ -37,11 +44,18 @@ public struct ServerConfig: Sendable {
     public var logFile = ""
     public var protoMaxBulkLen = 512 * 1024 * 1024
     public var clientQueryBufferLimit = 1024 * 1024 * 1024
+    /// Replies a client may leave unread: past `hard` it is closed at once,
+    /// past `soft` for `softSeconds` too. (Redis's default for normal
+    /// clients is no limit; one here bounds what a client that never reads costs.)
+    public var outputBufferLimit = OutputBufferLimit(hard: 256 * 1024 * 1024, soft: 64 * 1024 * 1024, softSeconds: 60)
     public var defaultCapacity = 0
     public var evictionPolicy = EvictionPolicy.fifo
     public var caches: [String: CacheSettings] = [:]
     /// SQLite's page cache per open cache file.
     public var pageCacheBytes = 16 * 1024 * 1024
+    /// SQLite's max_page_count per cache file (0: unlimited): a write past it
+    /// fails as on a full disk. For tests and hard file-size ceilings.
+    public var sqliteMaxPageCount = 0
     /// Hot entries kept in memory per open cache, so reads skip SQLite.
     public var memoryTierBytes = 32 * 1024 * 1024
     public var durability = Durability.commit
@@ -132,6 +146,26 @@ extension ServerConfig {
             guard value >= 1024 * 1024 else { throw ConfigError("client-query-buffer-limit must be at least 1mb") }
             config.clientQueryBufferLimit = value
         }, render: { "\($0.clientQueryBufferLimit)" }),
+        Directive(name: "client-output-buffer-limit", apply: { config, args in
+            // Redis's form: one or more "<class> <hard> <soft> <seconds>" groups; only "normal" applies here.
+            guard !args.isEmpty, args.count % 4 == 0 else {
+                throw ConfigError("usage: client-output-buffer-limit <class> <hard> <soft> <soft-seconds>")
+            }
+            for i in stride(from: 0, to: args.count, by: 4) {
+                let kind = args[i].lowercased()
+                guard ["normal", "replica", "slave", "pubsub"].contains(kind) else {
+                    throw ConfigError("invalid client class '\(args[i])'")
+                }
+                guard let hard = parseMemorySize(args[i + 1]), let soft = parseMemorySize(args[i + 2]),
+                      let seconds = Int(args[i + 3]), seconds >= 0 else {
+                    throw ConfigError("client-output-buffer-limit needs sizes and a number of seconds")
+                }
+                if kind == "normal" { config.outputBufferLimit = OutputBufferLimit(hard: hard, soft: soft, softSeconds: seconds) }
+            }
+        }, render: { config in
+            let l = config.outputBufferLimit
+            return "normal \(l.hard) \(l.soft) \(l.softSeconds) replica 268435456 67108864 60 pubsub 33554432 8388608 60"
+        }),
         Directive(name: "default-capacity", apply: { $0.defaultCapacity = try size($1, "default-capacity") },
                   render: { "\($0.defaultCapacity)" }),
         Directive(name: "eviction-policy", apply: { $0.evictionPolicy = try policy(one($1, "eviction-policy")) },
@@ -179,6 +213,9 @@ extension ServerConfig {
         }, render: { $0.enableDebugCommand }),
         Directive(name: "memory-tier-size", apply: { $0.memoryTierBytes = try size($1, "memory-tier-size") },
                   render: { "\($0.memoryTierBytes)" }),
+        Directive(name: "sqlite-max-page-count", apply: {
+            $0.sqliteMaxPageCount = try integer($1, "sqlite-max-page-count", range: 0...Int(Int32.max))
+        }, render: { "\($0.sqliteMaxPageCount)" }),
         Directive(name: "sqlite-cache-size", apply: { $0.pageCacheBytes = try size($1, "sqlite-cache-size") },
                   render: { "\($0.pageCacheBytes)" }),
     ]

@@ -30,6 +30,14 @@ final class Connection {
     var waitingToWrite = false
     /// Queued to have its output flushed at the end of the loop iteration.
     var queuedForFlush = false
+    /// Since when unsent replies have been over the soft output limit (ms), or nil.
+    var overSoftLimitSince: Int64?
+
+    /// Memory this client's unparsed input holds: bytes plus a bookkeeping
+    /// cost per argument, so many empty arguments are not free.
+    var queryBufferCost: Int {
+        input.count + parser.pendingArgumentBytes + parser.pendingArgumentCount * 32
+    }
 
     init(id: Int64, fd: Int32, token: UInt64, peer: SocketAddress?, local: String, cache: OpenCache,
          limits: RequestLimits, now: Int64) {

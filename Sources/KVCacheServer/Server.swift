@@ -240,12 +240,13 @@ public final class Server {
         connection.lastInteraction = Self.nowMilliseconds()
         executeBuffered(connection)
         if connection.closed { return }
-        if connection.input.count + connection.parser.pendingArgumentBytes > config.clientQueryBufferLimit {
+        if connection.queryBufferCost > config.clientQueryBufferLimit {
             logger.warning("Closing client \(connection.peer) that reached max query buffer length "
-                + "(\(connection.input.count + connection.parser.pendingArgumentBytes) bytes)")
+                + "(\(connection.queryBufferCost) bytes)")
             close(connection)
             return
         }
+        if overOutputLimit(connection) { return }
         if endOfStream {
             // Send what is owed for the commands already read, then close.
             connection.closeAfterReply = true
@@ -337,6 +338,7 @@ public final class Server {
 
     /// The engine of `cache`, joined to this iteration's batch, for a write.
     func writable(_ cache: OpenCache) throws -> SQLiteKVCache {
+        if let failure = cache.commitFailure { throw failure }
         if !cache.inBatch {
             try cache.engine.beginBatch()
             cache.inBatch = true
@@ -365,6 +367,10 @@ public final class Server {
                 logger.warning("Commit to cache '\(cache.name)' failed: \(error)")
                 failed[ObjectIdentifier(cache)] = .engine(error)
                 stats.failedCommits += 1
+                if config.durability == .everysec {
+                    // Acknowledged writes were lost: refuse more until writes succeed again.
+                    cache.commitFailure = error
+                }
             }
         }
         dirtyCaches = remaining
@@ -454,6 +460,28 @@ public final class Server {
         if connection.closeAfterReply { close(connection) }
     }
 
+    /// Closes a client whose unsent replies pass the hard output limit, or
+    /// the soft one for too long (as Redis's client-output-buffer-limit).
+    /// - Returns: whether it was closed.
+    @discardableResult
+    private func overOutputLimit(_ connection: Connection, now: Int64 = Server.nowMilliseconds()) -> Bool {
+        let limit = config.outputBufferLimit
+        let pending = connection.pendingOutput
+        var over = limit.hard > 0 && pending > limit.hard
+        if limit.soft > 0 && pending > limit.soft {
+            let since = connection.overSoftLimitSince ?? now
+            connection.overSoftLimitSince = since
+            if now - since > Int64(limit.softSeconds) * 1000 { over = true }
+        } else {
+            connection.overSoftLimitSince = nil
+        }
+        guard over else { return false }
+        logger.warning("Client \(connection.peer) closed for overcoming of output buffer limits (\(pending) bytes unsent).")
+        stats.outputLimitDisconnections += 1
+        close(connection)
+        return true
+    }
+
     // MARK: Periodic work
 
     /// Removes a bounded batch of expired entries from each open cache, so a
@@ -485,6 +513,15 @@ public final class Server {
     }
 
     private func cron(now: Int64) {
+        for cache in registry.open.values where cache.commitFailure != nil {
+            if (try? cache.engine.probeWrite()) != nil {
+                logger.notice("Writes to cache '\(cache.name)' succeed again")
+                cache.commitFailure = nil
+            }
+        }
+        for connection in connections.compactMap({ $0 }) where connection.pendingOutput > 0 {
+            overOutputLimit(connection, now: now)
+        }
         if config.timeout > 0 {
             let limit = Int64(config.timeout) * 1000
             for connection in connections.compactMap({ $0 }) where now - connection.lastInteraction > limit {
@@ -533,6 +570,7 @@ struct ServerStats {
     /// Commits that failed (their writes were answered with the error, or,
     /// under `durability everysec`, lost after being acknowledged).
     var failedCommits = 0
+    var outputLimitDisconnections = 0
     var totalErrorReplies = 0
     var keyspaceHits = 0
     var keyspaceMisses = 0

@@ -24,6 +24,9 @@ public struct RequestParser: Sendable {
         self.limits = limits
     }
 
+    /// Arguments held of the unfinished request.
+    public var pendingArgumentCount: Int { args.count }
+
     /// True when a request has been partly read.
     public var isMidRequest: Bool { multibulkRemaining > 0 }
 

@@ -53,24 +53,33 @@ final class CacheStore {
     /// checking WAL, recreating the schema on a version mismatch and
     /// vacuuming when the freelist is over a quarter of the file.
     /// - Throws: `SQLiteKVCache.Error` saying why the cache is unavailable.
-    init(handle: String, directory: String, capacity: Int, policy: EvictionPolicy,
-         pageCacheBytes: Int, memoryTierBytes: Int, clock: @escaping @Sendable () -> Date) throws(SQLiteKVCache.Error) {
-        self.tier = MemoryTier(budget: memoryTierBytes)
+    /// How opening failed when the file itself is damaged.
+    enum OpenError: Swift.Error {
+        case corrupt(path: String, reason: String)
+    }
+
+    /// The settings the store was opened with (to reopen it alike).
+    let configuration: SQLiteKVCache.Configuration
+
+    init(handle: String, directory: String, configuration: SQLiteKVCache.Configuration) throws {
+        self.configuration = configuration
+        self.tier = MemoryTier(budget: configuration.memoryTierBytes)
         self.handle = handle
-        self.capacity = max(0, capacity)
-        self.policy = policy
-        self.clock = clock
+        self.capacity = max(0, configuration.diskCapacity)
+        self.policy = configuration.evictionPolicy
+        self.clock = configuration.clock
+        let pageCacheBytes = configuration.pageCacheBytes
         self.path = directory + "/" + handle + ".sqlite"
 
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw .databaseUnavailable(reason: "cannot create directory \(directory): \(error.localizedDescription)")
+            throw SQLiteKVCache.Error.databaseUnavailable(reason: "cannot create directory \(directory): \(error.localizedDescription)")
         }
         let lockPath = path + "-lock"
         guard let lock = try FileLock(path: lockPath) else {
-            throw .cacheLocked(handle: handle, lockPath: lockPath)
+            throw SQLiteKVCache.Error.cacheLocked(handle: handle, lockPath: lockPath)
         }
         self.lock = lock
 
@@ -78,9 +87,9 @@ final class CacheStore {
         do {
             db = try SQLiteConnection(path: path)
         } catch let failure as SQLiteFailure {
-            throw .databaseUnavailable(reason: "cannot open \(path): \(failure)")
+            throw SQLiteKVCache.Error.databaseUnavailable(reason: "cannot open \(path): \(failure)")
         } catch {
-            throw .databaseUnavailable(reason: "cannot open \(path): \(error)")
+            throw SQLiteKVCache.Error.databaseUnavailable(reason: "cannot open \(path): \(error)")
         }
         self.db = db
         do {
@@ -90,13 +99,16 @@ final class CacheStore {
             if policy == .lru { try ensureRecencyIndex() }
         } catch let failure as SQLiteFailure {
             db.close()
-            throw .databaseUnavailable(reason: "cannot open \(path): \(failure)")
+            if SQLiteKVCache.corruptionCodes.contains(failure.primaryCode) {
+                throw OpenError.corrupt(path: path, reason: failure.description)
+            }
+            throw SQLiteKVCache.Error.databaseUnavailable(reason: "cannot open \(path): \(failure)")
         } catch let error as SQLiteKVCache.Error {
             db.close()
             throw error
         } catch {
             db.close()
-            throw .databaseUnavailable(reason: "cannot open \(path): \(error)")
+            throw SQLiteKVCache.Error.databaseUnavailable(reason: "cannot open \(path): \(error)")
         }
     }
 
@@ -115,6 +127,7 @@ final class CacheStore {
         try db.execute("PRAGMA wal_autocheckpoint=4000")
         try db.execute("PRAGMA cache_size=-\(max(1024, pageCacheBytes / 1024))")
         try db.execute("PRAGMA temp_store=MEMORY")
+        if configuration.maxPageCount > 0 { try db.execute("PRAGMA max_page_count=\(configuration.maxPageCount)") }
 
         let version = try db.scalarInt("PRAGMA user_version") ?? 0
         if version != Int64(Self.schemaVersion) {

@@ -21,6 +21,11 @@ public final class SQLiteKVCache: Sendable {
         public var memoryTierBytes: Int
         /// The time used for expiry, injectable for tests.
         public var clock: @Sendable () -> Date
+        /// SQLite's `max_page_count` for the file (0: SQLite's default); a
+        /// write past it fails as on a full disk.
+        public var maxPageCount: Int = 0
+        /// Told, in words, when a corrupted file was moved aside and replaced.
+        public var onRecovery: (@Sendable (String) -> Void)?
 
         public init(diskCapacity: Int = 0, evictionPolicy: EvictionPolicy = .fifo,
                     pageCacheBytes: Int = 16 << 20, memoryTierBytes: Int = 16 << 20,
@@ -63,30 +68,90 @@ public final class SQLiteKVCache: Sendable {
         self.state = Mutex(.notOpened(configuration))
     }
 
-    /// Runs `body` on the open store, opening it first if needed.
+    /// Runs `body` on the open store, opening it first if needed. A SQLite
+    /// report of corruption (code 11 or 26) moves the file aside and starts
+    /// a fresh one; the failing call still throws, the next one works.
     private func withStore<R: Sendable>(_ body: (CacheStore) throws(Error) -> R) throws(Error) -> R {
         try state.withLock { (state: inout State) throws(Error) -> R in
+            let store: CacheStore
             switch state {
-            case .open(let store):
-                return try body(store)
+            case .open(let open):
+                store = open
             case .failed(let error):
                 throw error
             case .notOpened(let configuration):
-                let store: CacheStore
                 do throws(Error) {
-                    let name = try SQLiteKVCache.canonicalHandle(handle)
-                    store = try CacheStore(
-                        handle: name, directory: directory, capacity: configuration.diskCapacity,
-                        policy: configuration.evictionPolicy, pageCacheBytes: configuration.pageCacheBytes,
-                        memoryTierBytes: configuration.memoryTierBytes, clock: configuration.clock)
+                    store = try openStore(configuration)
                 } catch {
                     state = .failed(error)
                     throw error
                 }
                 state = .open(store)
+            }
+            do throws(Error) {
                 return try body(store)
+            } catch {
+                if let code = error.sqliteCode, Self.corruptionCodes.contains(code) {
+                    store.close()
+                    let configuration = store.configuration
+                    quarantine(store.path, configuration, reason: "\(error)")
+                    do throws(Error) {
+                        state = .open(try openStore(configuration))
+                    } catch let reopenError {
+                        state = .failed(reopenError)
+                    }
+                }
+                throw error
             }
         }
+    }
+
+    /// SQLite's codes for a damaged file: SQLITE_CORRUPT and SQLITE_NOTADB.
+    static let corruptionCodes: Set<Int32> = [11, 26]
+
+    /// Opens the store; a file found corrupted at open is moved aside and
+    /// replaced by a fresh cache once.
+    private func openStore(_ configuration: Configuration) throws(Error) -> CacheStore {
+        let name = try SQLiteKVCache.canonicalHandle(handle)
+        func attempt() throws -> CacheStore {
+            try CacheStore(handle: name, directory: directory, configuration: configuration)
+        }
+        do {
+            return try attempt()
+        } catch CacheStore.OpenError.corrupt(let path, let reason) {
+            quarantine(path, configuration, reason: reason)
+            do {
+                return try attempt()
+            } catch CacheStore.OpenError.corrupt(_, let reason) {
+                throw .databaseUnavailable(reason: "\(path) is still corrupt after recreation: \(reason)")
+            } catch let error as Error {
+                throw error
+            } catch {
+                throw .databaseUnavailable(reason: "\(error)")
+            }
+        } catch let error as Error {
+            throw error
+        } catch {
+            throw .databaseUnavailable(reason: "\(error)")
+        }
+    }
+
+    /// Moves a damaged cache file (and its -wal/-shm) aside as
+    /// `<name>.sqlite.corrupt-<unix time>`.
+    private func quarantine(_ path: String, _ configuration: Configuration, reason: String) {
+        let stamp = Int(Date().timeIntervalSince1970)
+        var target = "\(path).corrupt-\(stamp)"
+        var n = 1
+        while FileManager.default.fileExists(atPath: target) {
+            target = "\(path).corrupt-\(stamp)-\(n)"
+            n += 1
+        }
+        let fm = FileManager.default
+        try? fm.moveItem(atPath: path, toPath: target)
+        for suffix in ["-wal", "-shm"] where fm.fileExists(atPath: path + suffix) {
+            try? fm.moveItem(atPath: path + suffix, toPath: target + suffix)
+        }
+        configuration.onRecovery?("Cache file \(path) is corrupt (\(reason)): moved aside as \(target), starting an empty cache")
     }
 
     /// Opens the cache file now rather than on first use.
@@ -246,6 +311,13 @@ public final class SQLiteKVCache: Sendable {
     /// batch commits. For a server acknowledging writes before they commit.
     public func setDeferredWrites(_ enabled: Bool) throws(Error) {
         _ = try withStore { store in store.deferWrites = enabled }
+    }
+
+    /// Commits a small write (the stats row) to check that writes succeed
+    /// again, for instance once a full disk has room.
+    /// - Throws: `writeFailed` while they do not.
+    public func probeWrite() throws(Error) {
+        try withStore { store throws(Error) in try store.write {} }
     }
 
     /// Writes waiting for the batch to commit, and their content bytes.

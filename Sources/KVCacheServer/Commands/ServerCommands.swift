@@ -91,7 +91,7 @@ private func config(_ ctx: CommandContext) throws {
 
 /// Settings CONFIG SET can change while the server runs.
 private let liveDirectives: Set<String> = [
-    "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit",
+    "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
     "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
 ]
 
@@ -109,7 +109,7 @@ private func configSet(_ ctx: CommandContext) throws {
             throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
         }
         let value = ctx.text(i + 1)
-        let words = name == "cache" || name == "bind"
+        let words = name == "cache" || name == "bind" || name == "client-output-buffer-limit"
             ? value.split(separator: " ").map(String.init) : [value]
         do {
             try config.apply(name, words)

@@ -1,0 +1,361 @@
+"""Bad files, full disks, bad data directories and the limits that bound a
+client's memory: each answered with a clear error while everything else
+keeps serving and nothing acknowledged is lost."""
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import BIN, Server
+
+pytestmark = pytest.mark.kvcache_only
+
+FULL = ("error", "ERR SQLite write failed: database or disk is full (code 13)")
+
+
+def wait_until(predicate, timeout=5.0, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def fill_db(server, cache, n, size=100):
+    c = server.raw()
+    if cache != "db0":
+        assert c.command("SELECT", cache) == "OK"
+    pipeline = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (
+        len(k), k, size, b"v" * size) for k in (b"key:%d" % i for i in range(n)))
+    c.send(pipeline)
+    for _ in range(n):
+        assert c.read_reply() == "OK"
+    return c
+
+
+# --- corrupted cache files -------------------------------------------------------
+
+def corrupt(path, how):
+    if how == "garbage":
+        with open(path, "r+b") as f:
+            f.seek(0)
+            f.write(os.urandom(4096))
+    elif how == "truncated":
+        with open(path, "r+b") as f:
+            f.truncate(1000)
+    elif how == "not_sqlite":
+        with open(path, "wb") as f:
+            f.write(b"this is not a database, just some text\n" * 200)
+    elif how == "stale_wal":
+        with open(path + "-wal", "wb") as f:
+            f.write(os.urandom(64 * 1024))
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "not_sqlite", "stale_wal"])
+def test_corrupt_file_found_at_open_is_moved_aside(fresh_server, how):
+    s = fresh_server()
+    fill_db(s, "sessions", 50)
+    fill_db(s, "db0", 5)
+    assert s.stop() == 0
+    path = os.path.join(s.data_dir(), "sessions.sqlite")
+    corrupt(path, how)
+    s.start()
+    c = s.raw()
+    # db0 was never touched and keeps its data.
+    assert c.command("GET", "key:1") == b"v" * 100
+    assert c.command("SELECT", "sessions") == "OK"
+    got = c.command("GET", "key:1")
+    if how == "stale_wal":
+        # SQLite ignores a WAL whose header does not match: the data is intact.
+        assert got == b"v" * 100
+        return
+    assert got is None
+    assert c.command("SET", "fresh", "1") == "OK"
+    assert c.command("GET", "fresh") == b"1"
+    assert glob.glob(path + ".corrupt-*"), os.listdir(s.data_dir())
+    assert "is corrupt" in s.log() and "moved aside" in s.log()
+
+
+def test_corruption_found_while_serving_recreates_the_cache(fresh_server):
+    # A small page cache and no memory tier, so reads go to the file.
+    args = ["--sqlite-cache-size", "1mb", "--memory-tier-size", "0"]
+    s = fresh_server(args=args)
+    fill_db(s, "big", 3000, size=1000)
+    other = fill_db(s, "db0", 3)
+    assert s.stop() == 0
+    s.start()
+    path = os.path.join(s.data_dir(), "big.sqlite")
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:  # scribble over the middle of the file, behind the server's back
+        for offset in range(size // 4, size * 3 // 4, 4096 * 7):
+            f.seek(offset)
+            f.write(os.urandom(4096))
+    c = s.raw()
+    assert c.command("SELECT", "big") == "OK"
+    errors = []
+    for i in range(3000):
+        reply = c.command("GET", "key:%d" % i)
+        if isinstance(reply, tuple):
+            errors.append(reply)
+            break
+    assert errors, "reading every key of a scribbled file must hit the damage"
+    assert errors[0][1].startswith("ERR SQLite read failed: ") and "(code 11)" in errors[0][1] \
+        or "(code 26)" in errors[0][1], errors[0]
+    # The next commands run on a fresh file; the other cache never noticed.
+    assert c.command("SET", "after", "ok") == "OK"
+    assert c.command("GET", "after") == b"ok"
+    assert glob.glob(path + ".corrupt-*")
+    other = s.raw()
+    assert other.command("GET", "key:2") == b"v" * 100
+
+
+# --- a full disk -------------------------------------------------------------------
+
+@pytest.mark.commit_durability
+def test_full_disk_via_page_limit_reads_keep_working_and_writes_recover(fresh_server):
+    # SQLite's max_page_count stands for a full disk: the same code and text.
+    s = fresh_server(args=["--sqlite-max-page-count", "60", "--memory-tier-size", "0"])
+    c = s.raw()
+    written = []
+    for i in range(1000):
+        reply = c.command("SET", "k%d" % i, "x" * 2000)
+        if reply != "OK":
+            assert reply == FULL
+            break
+        written.append(i)
+    else:
+        pytest.fail("60 pages should not hold 2 MB")
+    assert written, "some writes fit before the limit"
+    for i in written:  # every acknowledged write is still there
+        assert c.command("GET", "k%d" % i) == b"x" * 2000
+    assert c.command("SET", "small", "y") in ("OK", FULL)
+    # Space returns: delete what was written, then writes succeed again.
+    for i in written:
+        assert c.command("DEL", "k%d" % i) == 1
+    assert c.command("SET", "again", "z" * 2000) == "OK"
+    assert c.command("GET", "again") == b"z" * 2000
+    assert s.raw().command("PING") == "PONG"
+
+
+def test_everysec_refuses_writes_after_a_failed_commit_until_room_returns(fresh_server):
+    # Under everysec a write is acknowledged before its commit; when the
+    # commit fails, later writes are refused with SQLite's text until a
+    # probe write succeeds again (as Redis's MISCONF after an AOF error).
+    s = fresh_server(args=["--durability", "everysec", "--sqlite-max-page-count", "60", "--memory-tier-size", "0"])
+    c = s.raw()
+    refused = None
+    for i in range(3000):
+        reply = c.command("SET", "k%d" % i, "x" * 2000)
+        if reply != "OK":
+            refused = reply
+            break
+        time.sleep(0.002)
+    assert refused == FULL
+    assert "Commit to cache 'db0' failed" in s.log()
+    info = c.command("INFO", "persistence").decode()
+    assert "failed_commits:" in info and "failed_commits:0" not in info
+    # The failed batch was rolled back, which freed its pages: the probe
+    # write succeeds within a second and writes are taken again.
+    assert wait_until(lambda: c.command("SET", "after", "ok") == "OK", timeout=3)
+    assert c.command("GET", "after") == b"ok"
+    assert "succeed again" in s.log()
+
+
+def can_mount():
+    if os.geteuid() != 0:
+        return False
+    target = tempfile.mkdtemp(prefix="kvcache-mount-probe-")
+    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", target],
+                        capture_output=True).returncode == 0
+    if ok:
+        subprocess.run(["umount", target])
+    os.rmdir(target)
+    return ok
+
+
+@pytest.fixture
+def small_fs():
+    if not can_mount():
+        pytest.skip("no permission to mount a tmpfs here (the page-limit test covers a full disk)")
+    target = tempfile.mkdtemp(prefix="kvcache-smallfs-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", target], check=True)
+    yield target
+    subprocess.run(["umount", "-l", target])
+    shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.mark.commit_durability
+def test_full_filesystem_answers_sqlite_error_and_recovers(small_fs):
+    s = Server(args=[], directory=None)
+    s.port = None
+    # The data directory lives on the 3 MB tmpfs; the log stays elsewhere.
+    s.command_line = lambda: [BIN, "--port", str(s.port), "--bind", "127.0.0.1", "--dir", small_fs,
+                              "--memory-tier-size", "0"]
+    s.start()
+    try:
+        c = s.raw()
+        assert c.command("SET", "first", "1") == "OK"
+        filler = os.path.join(small_fs, "filler")
+        with open(filler, "wb") as f:  # leave little room
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        errors = 0
+        for i in range(200):
+            reply = c.command("SET", "k%d" % i, "x" * 8000)
+            if reply != "OK":
+                assert reply == FULL
+                errors += 1
+                break
+        assert errors == 1, "a write on a full filesystem must fail with SQLite's text"
+        assert c.command("GET", "first") == b"1"  # reads keep working
+        os.remove(filler)
+        assert wait_until(lambda: c.command("SET", "after", "ok") == "OK", timeout=3)
+        assert c.command("GET", "after") == b"ok"
+    finally:
+        s.cleanup()
+
+
+# --- the data directory -------------------------------------------------------------
+
+def run_server(args, timeout=10):
+    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout)
+
+
+def test_missing_data_directory_is_created(fresh_server):
+    s = fresh_server()  # conftest points --dir at <tmp>/data, which does not exist beforehand
+    assert os.path.isdir(s.data_dir())
+    assert oct(os.stat(s.data_dir()).st_mode & 0o777) == oct(0o700)
+
+
+def test_data_directory_that_is_a_file_is_a_startup_error(tmp_path):
+    path = tmp_path / "afile"
+    path.write_text("x")
+    result = run_server(["--port", "0", "--dir", str(path)])
+    assert result.returncode != 0
+    assert "is not a directory" in result.stderr
+
+
+def test_data_directory_under_a_file_is_a_startup_error(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    result = run_server(["--port", "0", "--dir", str(tmp_path / "afile" / "data")])
+    assert result.returncode != 0
+    assert "can't create the data directory" in result.stderr
+
+
+def test_unwritable_data_directory_is_a_startup_error(tmp_path):
+    if os.geteuid() == 0:
+        if not can_mount():
+            pytest.skip("root ignores permissions and cannot mount a read-only filesystem here")
+        target = tempfile.mkdtemp(prefix="kvcache-ro-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", target], check=True)
+        try:
+            result = run_server(["--port", "0", "--dir", target])
+        finally:
+            subprocess.run(["umount", target])
+            os.rmdir(target)
+    else:
+        target = tmp_path / "ro"
+        target.mkdir(mode=0o500)
+        result = run_server(["--port", "0", "--dir", str(target)])
+    assert result.returncode != 0
+    assert "is not writable" in result.stderr
+
+
+def test_data_directory_locked_by_another_server(fresh_server):
+    first = fresh_server()
+    result = run_server(["--port", "0", "--dir", first.data_dir()])
+    assert result.returncode != 0
+    assert "is in use by another kvcache-server (pid %d)" % first.proc.pid in result.stderr
+    assert first.raw().command("PING") == "PONG"
+
+
+# --- limits that bound memory -------------------------------------------------------
+
+def test_query_buffer_limit_closes_the_client(fresh_server):
+    s = fresh_server(args=["--client-query-buffer-limit", "1mb"])
+    c = s.raw()
+    c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000000\r\n")
+    try:
+        for _ in range(40):
+            c.send(b"x" * 65536)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    assert c.is_closed()
+    assert "max query buffer length" in s.log()
+    assert s.raw().command("PING") == "PONG"
+
+
+def test_many_empty_arguments_count_against_the_query_limit(fresh_server):
+    s = fresh_server(args=["--client-query-buffer-limit", "1mb"])
+    c = s.raw()
+    c.send(b"*1000000\r\n")
+    try:
+        for _ in range(100):
+            c.send(b"$0\r\n\r\n" * 10000)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    assert c.is_closed()
+    assert s.raw().command("PING") == "PONG"
+
+
+def test_proto_max_bulk_len(fresh_server):
+    s = fresh_server(args=["--proto-max-bulk-len", "1mb"])
+    c = s.raw()
+    c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1048577\r\n")
+    assert c.read_reply() == ("error", "ERR Protocol error: invalid bulk length")
+    assert c.is_closed()
+    ok = s.raw()
+    assert ok.command("SET", "k", "v" * 1048576) == "OK"
+
+
+def test_client_that_never_reads_is_disconnected(fresh_server):
+    s = fresh_server(args=["--client-output-buffer-limit", "normal", "2mb", "0", "0"])
+    setup = s.raw()
+    assert setup.command("SET", "big", "x" * 100000) == "OK"
+    greedy = socket.create_connection(("127.0.0.1", s.port))
+    greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    request = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" * 100
+    closed = False
+    try:
+        for _ in range(200):  # up to 2 GB of replies asked for, none read
+            greedy.sendall(request)
+    except (BrokenPipeError, ConnectionResetError):
+        closed = True
+    assert closed or wait_until(lambda: "output buffer limits" in s.log(), timeout=5)
+    assert "output buffer limits" in s.log()
+    assert setup.command("PING") == "PONG"
+    rss_kb = int([l for l in open("/proc/%d/status" % s.proc.pid) if l.startswith("VmRSS")][0].split()[1])
+    assert rss_kb < 200 * 1024, "the server did not keep the unread replies"
+    greedy.close()
+
+
+def test_idle_timeout_closes_idle_clients_only(fresh_server):
+    s = fresh_server(args=["--timeout", "1"])
+    idle = s.raw()
+    assert idle.command("PING") == "PONG"
+    busy = s.raw()
+    for _ in range(12):
+        assert busy.command("PING") == "PONG"
+        time.sleep(0.2)
+    assert idle.is_closed(timeout=3)
+    assert busy.command("PING") == "PONG"
+
+
+def test_config_get_reports_the_limits(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    assert c.command("CONFIG", "GET", "client-query-buffer-limit") == [b"client-query-buffer-limit", b"1073741824"]
+    assert c.command("CONFIG", "GET", "proto-max-bulk-len") == [b"proto-max-bulk-len", b"536870912"]
+    reply = c.command("CONFIG", "GET", "client-output-buffer-limit")
+    assert reply[1].startswith(b"normal 268435456 67108864 60")
