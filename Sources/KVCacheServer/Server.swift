@@ -351,7 +351,7 @@ public final class Server {
     /// Commits each cache written in this iteration (or only `only`). When a
     /// commit fails, the replies to that cache's writes become the error
     /// before anything is sent.
-    private func commitBatches(only: [OpenCache]? = nil) {
+    func commitBatches(only: [OpenCache]? = nil) {
         guard !dirtyCaches.isEmpty else { return }
         var failed: [ObjectIdentifier: ReplyError] = [:]
         var remaining: [OpenCache] = []
@@ -486,7 +486,7 @@ public final class Server {
 
     /// Removes a bounded batch of expired entries from each open cache, so a
     /// mass expiry never stalls the loop; more left means poll again at once.
-    private func sweepExpired() {
+    func sweepExpired() {
         guard activeExpire else { return }
         for cache in registry.open.values where cache.openError == nil {
             do {
@@ -500,7 +500,7 @@ public final class Server {
 
     /// Evicts a bounded batch from each cache over its capacity (after a
     /// capacity cut, a swap, or a file opened with a smaller capacity).
-    private func continueEviction() {
+    func continueEviction() {
         for cache in registry.open.values where cache.needsEviction {
             do {
                 cache.needsEviction = !(try writable(cache).evict(limit: 1000))
