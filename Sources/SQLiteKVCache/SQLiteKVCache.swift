@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A persistent key-value cache in one SQLite file, `<directory>/<handle>.sqlite`.
 ///
@@ -9,7 +8,7 @@ import Synchronization
 /// unbounded. The file opens lazily on first use and the outcome is kept:
 /// if it failed, every call throws the same error. Safe to call from many
 /// threads; calls are serialized.
-public final class SQLiteKVCache: Sendable {
+public final class SQLiteKVCache: @unchecked Sendable {
     /// Settings beyond the reference initializer's.
     public struct Configuration: Sendable {
         /// Content bytes the cache may hold; 0 for unbounded.
@@ -49,7 +48,9 @@ public final class SQLiteKVCache: Sendable {
         case failed(Error)
     }
 
-    private let state: Mutex<State>
+    /// Every access to the store goes through `withLock` (a pthread mutex,
+    /// which ThreadSanitizer understands).
+    private let state: Locked<State>
 
     /// Creates a cache; nothing touches the disk until the first call.
     public convenience init(handle: String, directory: URL, diskCapacity: Int) {
@@ -65,7 +66,7 @@ public final class SQLiteKVCache: Sendable {
     public init(handle: String, directory: String, configuration: Configuration) {
         self.handle = handle
         self.directory = directory
-        self.state = Mutex(.notOpened(configuration))
+        self.state = Locked(.notOpened(configuration))
     }
 
     /// Runs `body` on the open store, opening it first if needed. A SQLite
@@ -350,5 +351,19 @@ public final class SQLiteKVCache: Sendable {
 
     deinit {
         close()
+    }
+}
+
+/// A value behind a pthread mutex (NSLock).
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<R, E: Swift.Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
     }
 }

@@ -8,6 +8,7 @@ import Glibc
 /// temporary data directory.
 final class ServerProcess {
     static let binary: String = {
+        if let path = ProcessInfo.processInfo.environment["KVCACHE_BIN"], !path.isEmpty { return path }
         // Tests/KVCacheServerTests/ServerProcess.swift → package root.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

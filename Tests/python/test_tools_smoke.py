@@ -1,0 +1,87 @@
+"""The robustness tools in tools/ work: each runs in a short mode against the
+debug binary (conftest's BIN) and passes, and the crash test catches a loss
+when told none is allowed. Together well under a minute.
+
+The full runs (tools/crash_test.py, tools/soak.py, tools/slow_clients.py with
+their defaults) are for a person to run; these only prove the tools work.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BIN, ROOT
+
+pytestmark = pytest.mark.kvcache_only
+
+TOOLS = os.path.join(ROOT, "tools")
+
+
+def run_tool(name, *args, timeout=60):
+    out = subprocess.run([sys.executable, os.path.join(TOOLS, name), "--binary", BIN, *args],
+                         capture_output=True, text=True, timeout=timeout)
+    return out.returncode, out.stdout + out.stderr
+
+
+def figure(text, label):
+    m = re.search(r"^\s*" + re.escape(label) + r"\s*:\s*(.*)$", text, re.M)
+    assert m, f"no '{label}' line in:\n{text}"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("name", ["crash_test.py", "soak.py", "slow_clients.py"])
+def test_tool_help_and_missing_binary(name):
+    out = subprocess.run([sys.executable, os.path.join(TOOLS, name), "--help"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0 and "--binary" in out.stdout
+    out = subprocess.run([sys.executable, os.path.join(TOOLS, name), "--binary", "/nonexistent/kvcache-server"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out.stdout + out.stderr
+
+
+def test_crash_test_kill9_three_cycles(tmp_path):
+    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "3", "--writers", "4", "--keys", "300", "--max-run", "1.0")
+    assert code == 0, text
+    assert figure(text, "cycles survived") == "3/3"
+    assert figure(text, "losses").startswith("0 acknowledged writes lost")
+    acked = int(figure(text, "acknowledged writes").split()[0])
+    assert acked > 100, text
+
+
+def test_crash_test_sigterm_everysec_loses_nothing(tmp_path):
+    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "2", "--sigterm", "--durability", "everysec",
+                          "--writers", "4", "--keys", "300", "--min-run", "0.3", "--max-run", "0.8")
+    assert code == 0, text
+    assert figure(text, "cycles survived") == "2/2"
+    assert figure(text, "losses").startswith("0 acknowledged writes lost")
+
+
+def test_crash_test_reports_losses_it_is_told_to_refuse(tmp_path):
+    # Under everysec a kill -9 loses the writes of the last second; with a
+    # loss window of 0 the tool must say so and exit 1.
+    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "1", "--durability", "everysec", "--loss-window", "0",
+                          "--writers", "4", "--keys", "300", "--min-run", "1.2", "--max-run", "1.5", "--early-kills", "0")
+    assert code == 1, text
+    assert "is lost" in text and figure(text, "result") == "FAIL"
+
+
+def test_soak_short(tmp_path):
+    code, text = run_tool("soak.py", "--dir", str(tmp_path), "--minutes", "0.35", "--interval", "5", "--processes", "2", "--threads", "2",
+                          "--keys", "1000", timeout=90)
+    assert code == 0, text
+    assert figure(text, "result") == "PASS"
+    assert "RSS" in figure(text, "growth")
+    assert int(figure(text, "load").split(", ")[1].split()[0]) > 100
+
+
+@pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="needs redis-benchmark (redis-tools)")
+def test_slow_clients_short():
+    # A tiny run on a debug build is noisy: the ratio bar is low here, the
+    # point is that the tool measures both and the server holds the crowd.
+    code, text = run_tool("slow_clients.py", "--tricklers", "100", "--half-open", "5", "--non-readers", "2",
+                          "-n", "2000", "--rounds", "1", "--settle", "0.5", "--min-ratio", "0.2")
+    assert code == 0, text
+    assert re.match(r"\d+\.\d\d loaded/unloaded", figure(text, "ratio")), text
