@@ -21,7 +21,7 @@ let package = Package(
         // Protocol: RESP parsing and encoding, no I/O.
         .target(name: "RESP"),
         // Server: event loop, connections, command table, config, INFO.
-        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux"]),
+        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto"]),
         .executableTarget(name: "kvcache-server", dependencies: ["KVCacheServer"]),
         // The engine benchmark (bench/engine/run.py compares it with a C ceiling).
         .executableTarget(name: "kvcache-bench", dependencies: ["SQLiteKVCache"]),

@@ -102,6 +102,7 @@ struct CommandTable: Sendable {
 
     var all: [Command] { byName.values.sorted { $0.name < $1.name } }
 
+
     /// Redis's text for an unknown command: the name and up to 128 bytes of arguments, quoted.
     static func unknownCommandError(_ args: [[UInt8]]) -> ReplyError {
         var shown = ""
@@ -115,5 +116,19 @@ struct CommandTable: Sendable {
     }
 
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
-        + connectionCommands + serverCommands + debugCommands)
+        + connectionCommands + authCommands + serverCommands + debugCommands)
+
+    /// The table with `rename-command` applied: each command listed answers
+    /// to its new name only, or to none when the new name is empty.
+    /// - Throws: `ConfigError` for a command that does not exist.
+    func renamed(_ renames: [String: String]) throws -> CommandTable {
+        var table = self
+        for (old, new) in renames {
+            guard let command = table.byName.removeValue(forKey: Array(old.utf8)) else {
+                throw ConfigError("rename-command: no such command '\(old)'")
+            }
+            if !new.isEmpty { table.byName[Array(new.utf8)] = command }
+        }
+        return table
+    }
 }

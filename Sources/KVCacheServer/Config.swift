@@ -59,6 +59,12 @@ public struct ServerConfig: Sendable {
     /// Hot entries kept in memory per open cache, so reads skip SQLite.
     public var memoryTierBytes = 32 * 1024 * 1024
     public var durability = Durability.commit
+    /// The default user's password; empty for none (Redis's `requirepass`).
+    public var requirePass = ""
+    /// Refuse non-loopback clients while no password is set.
+    public var protectedMode = true
+    /// `rename-command` lines: old name → new name ("" disables the command).
+    public var renamedCommands: [String: String] = [:]
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
@@ -93,6 +99,14 @@ extension ServerConfig {
             throw ConfigError("argument must be between \(range.lowerBound) and \(range.upperBound) inclusive")
         }
         return value
+    }
+
+    static func yesNo(_ args: [String], _ name: String) throws -> Bool {
+        switch try one(args, name).lowercased() {
+        case "yes": return true
+        case "no": return false
+        default: throw ConfigError("argument must be 'yes' or 'no'")
+        }
     }
 
     static func size(_ args: [String], _ name: String) throws -> Int {
@@ -204,6 +218,17 @@ extension ServerConfig {
             }
             config.durability = value
         }, render: { $0.durability.rawValue }),
+        Directive(name: "requirepass", apply: { $0.requirePass = try one($1, "requirepass") },
+                  render: { $0.requirePass }),
+        Directive(name: "protected-mode", apply: { $0.protectedMode = try yesNo($1, "protected-mode") },
+                  render: { $0.protectedMode ? "yes" : "no" }),
+        Directive(name: "rename-command", apply: { config, args in
+            guard args.count == 2 else { throw ConfigError("usage: rename-command <command> <new-name>, \"\" to disable") }
+            config.renamedCommands[args[0].lowercased()] = args[1].lowercased()
+        }, render: { config in
+            config.renamedCommands.keys.sorted().map { "\($0) \(config.renamedCommands[$0]!.isEmpty ? "\"\"" : config.renamedCommands[$0]!)" }
+                .joined(separator: " ")
+        }),
         Directive(name: "enable-debug-command", apply: { config, args in
             let value = try one(args, "enable-debug-command").lowercased()
             guard ["yes", "no", "local"].contains(value) else {

@@ -22,6 +22,8 @@ final class Connection {
     var lastInteraction: Int64
     var lastCommand = "NULL"
     var protocolVersion = 2
+    /// Whether the client has passed AUTH (always true with no password set).
+    var authenticated = true
 
     /// Reply, then close (QUIT, protocol errors, end of stream).
     var closeAfterReply = false

@@ -91,6 +91,8 @@ extension Server {
                 "keyspace_hits:\(stats.keyspaceHits)",
                 "keyspace_misses:\(stats.keyspaceMisses)",
                 "total_error_replies:\(stats.totalErrorReplies)",
+                "acl_access_denied_auth:\(stats.authFailures)",
+                "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",
             ]
         case "keyspace":
             // As Redis, a line per cache holding keys: Redis's three fields

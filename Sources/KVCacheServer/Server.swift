@@ -67,7 +67,8 @@ public final class Server {
         signals = try SignalSource(signals: [SIGTERM, SIGINT])
         epoll = try Epoll()
         registry = try CacheRegistry(config: config, logger: logger)
-        commands = CommandTable.standard
+        commands = try CommandTable.standard.renamed(config.renamedCommands)
+        umask(0o077)  // cache files, lock files and logs: owner only
         try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
         if config.port != 0 {
             for host in config.bind {
@@ -162,6 +163,14 @@ public final class Server {
                 stats.rejectedConnections += 1
                 continue
             }
+            let peerAddress = SocketAddress(storage: storage)
+            if config.protectedMode && config.requirePass.isEmpty
+                && !(peerAddress.map { $0.host == "127.0.0.1" || $0.host == "::1" } ?? false) {
+                Array(Self.protectedModeRefusal.utf8).withUnsafeBytes { _ = try? Posix.write(fd, $0) }
+                Posix.close(fd)
+                stats.rejectedConnections += 1
+                continue
+            }
             try? Posix.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
             generation = generation == 0x7fff_ffff ? 1 : generation + 1
             let token = UInt64(generation) << 32 | UInt64(UInt32(fd))
@@ -176,8 +185,10 @@ public final class Server {
             let now = Self.nowMilliseconds()
             let local = Posix.localAddress(fd)?.description ?? listeners.first?.address.description ?? ""
             let connection = Connection(
-                id: nextClientID, fd: fd, token: token, peer: SocketAddress(storage: storage), local: local,
+                id: nextClientID, fd: fd, token: token, peer: peerAddress, local: local,
                 cache: cache, limits: requestLimits, now: now)
+            connection.authenticated = config.requirePass.isEmpty
+            connection.parser.limits.unauthenticated = !connection.authenticated
             nextClientID += 1
             do {
                 try epoll.add(fd, token: token, interest: .readable)
@@ -282,6 +293,13 @@ public final class Server {
     func execute(_ args: [[UInt8]], for connection: Connection) {
         stats.totalCommandsProcessed += 1
         let start = connection.output.count
+        if Self.isCrossProtocolAttack(args[0]) {
+            logger.warning("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands "
+                + "to the server. This is likely due to an attacker attempting to use Cross Protocol Scripting to "
+                + "compromise it. Connection aborted.")
+            connection.closeAfterReply = true
+            return
+        }
         guard let command = commands.lookup(args[0]) else {
             connection.replyError(CommandTable.unknownCommandError(args))
             stats.totalErrorReplies += 1
@@ -291,6 +309,11 @@ public final class Server {
             ? command.name : command.name + "|" + String(decoding: args[1].map(asciiLower), as: UTF8.self)
         guard command.accepts(argumentCount: args.count) else {
             connection.replyError(.wrongArity(command.name))
+            stats.totalErrorReplies += 1
+            return
+        }
+        if authRequired(connection) && !command.flags.contains("no_auth") {
+            connection.replyError(.noAuth)
             stats.totalErrorReplies += 1
             return
         }
@@ -333,6 +356,33 @@ public final class Server {
         }
         commitBatches()
     }
+
+    /// `POST` and `Host:` lines mean an HTTP client was tricked into talking to us.
+    static func isCrossProtocolAttack(_ name: [UInt8]) -> Bool {
+        let lower = name.map(asciiLower)
+        return lower == Array("post".utf8) || lower == Array("host:".utf8)
+    }
+
+    /// Redis's answer to a non-loopback client in protected mode.
+    static let protectedModeRefusal = "-DENIED Redis is running in protected mode because protected "
+        + "mode is enabled and no password is set for the default user. "
+        + "In this mode connections are only accepted from the loopback interface. "
+        + "If you want to connect from external computers to Redis you "
+        + "may adopt one of the following solutions: "
+        + "1) Just disable protected mode sending the command "
+        + "'CONFIG SET protected-mode no' from the loopback interface "
+        + "by connecting to Redis from the same host the server is "
+        + "running, however MAKE SURE Redis is not publicly accessible "
+        + "from internet if you do so. Use CONFIG REWRITE to make this "
+        + "change permanent. "
+        + "2) Alternatively you can just disable the protected mode by "
+        + "editing the Redis configuration file, and setting the protected "
+        + "mode option to 'no', and then restarting the server. "
+        + "3) If you started the server manually just for testing, restart "
+        + "it with the '--protected-mode no' option. "
+        + "4) Setup a an authentication password for the default user. "
+        + "NOTE: You only need to do one of the above things in order for "
+        + "the server to start accepting connections from the outside.\r\n"
 
     // MARK: Group commit
 
@@ -571,6 +621,8 @@ struct ServerStats {
     /// under `durability everysec`, lost after being acknowledged).
     var failedCommits = 0
     var outputLimitDisconnections = 0
+    /// Failed AUTH (and HELLO AUTH) attempts: INFO's acl_access_denied_auth.
+    var authFailures = 0
     var totalErrorReplies = 0
     var keyspaceHits = 0
     var keyspaceMisses = 0

@@ -6,6 +6,13 @@ public struct RequestLimits: Sendable, Equatable {
     public var maxBulkLength: Int
     /// The longest inline request or count line without a newline.
     public var maxInlineLength: Int
+    /// True before a client has authenticated on a server with a password:
+    /// then Redis allows 10 elements and 16 KiB bulks, with its own texts.
+    public var unauthenticated = false
+
+    /// Redis's limits for clients that have not authenticated yet.
+    public static let unauthenticatedMultibulkCount = 10
+    public static let unauthenticatedBulkLength = 16 * 1024
 
     public init(maxMultibulkCount: Int = 1024 * 1024, maxBulkLength: Int = 512 * 1024 * 1024,
                 maxInlineLength: Int = 64 * 1024) {

@@ -8,6 +8,8 @@ public enum ProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooBigBulkCountString
     case expectedDollar(got: UInt8)
     case unbalancedQuotes
+    case unauthenticatedMultibulkLength
+    case unauthenticatedBulkLength
 
     /// Redis's text for the error, without the `ERR ` prefix.
     public var message: String {
@@ -19,6 +21,8 @@ public enum ProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
         case .tooBigBulkCountString: return "Protocol error: too big bulk count string"
         case .expectedDollar(let got): return "Protocol error: expected '$', got '\(Character(Unicode.Scalar(got)))'"
         case .unbalancedQuotes: return "Protocol error: unbalanced quotes in request"
+        case .unauthenticatedMultibulkLength: return "Protocol error: unauthenticated multibulk length"
+        case .unauthenticatedBulkLength: return "Protocol error: unauthenticated bulk length"
         }
     }
 

@@ -69,6 +69,9 @@ public struct RequestParser: Sendable {
         guard let count = parseStrictInt64(digits), count <= Int64(limits.maxMultibulkCount) else {
             throw .invalidMultibulkLength
         }
+        if limits.unauthenticated && count > Int64(RequestLimits.unauthenticatedMultibulkCount) {
+            throw .unauthenticatedMultibulkLength
+        }
         index = cr + 2
         guard count > 0 else { return false }
         multibulkRemaining = Int(count)
@@ -93,6 +96,9 @@ public struct RequestParser: Sendable {
                 let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<cr])
                 guard let length = parseStrictInt64(digits), length >= 0, length <= Int64(limits.maxBulkLength) else {
                     throw .invalidBulkLength
+                }
+                if limits.unauthenticated && length > Int64(RequestLimits.unauthenticatedBulkLength) {
+                    throw .unauthenticatedBulkLength
                 }
                 bulkLength = Int(length)
                 index = cr + 2

@@ -18,6 +18,7 @@ from conftest import BIN, ROOT
 pytestmark = pytest.mark.kvcache_only
 
 TOOLS = os.path.join(ROOT, "tools")
+SMALL_CRASH = ["--writers", "4", "--keys", "300"]
 
 
 def run_tool(name, *args, timeout=60):
@@ -27,6 +28,7 @@ def run_tool(name, *args, timeout=60):
 
 
 def figure(text, label):
+    """The value of a 'label : value' line of a tool's summary."""
     m = re.search(r"^\s*" + re.escape(label) + r"\s*:\s*(.*)$", text, re.M)
     assert m, f"no '{label}' line in:\n{text}"
     return m.group(1)
@@ -34,8 +36,8 @@ def figure(text, label):
 
 @pytest.mark.parametrize("name", ["crash_test.py", "soak.py", "slow_clients.py"])
 def test_tool_help_and_missing_binary(name):
-    out = subprocess.run([sys.executable, os.path.join(TOOLS, name), "--help"], capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run([sys.executable, os.path.join(TOOLS, name), "--help"],
+                         capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and "--binary" in out.stdout
     out = subprocess.run([sys.executable, os.path.join(TOOLS, name), "--binary", "/nonexistent/kvcache-server"],
                          capture_output=True, text=True, timeout=30)
@@ -43,17 +45,17 @@ def test_tool_help_and_missing_binary(name):
 
 
 def test_crash_test_kill9_three_cycles(tmp_path):
-    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "3", "--writers", "4", "--keys", "300", "--max-run", "1.0")
+    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "3", "--max-run", "1.0",
+                          *SMALL_CRASH)
     assert code == 0, text
     assert figure(text, "cycles survived") == "3/3"
     assert figure(text, "losses").startswith("0 acknowledged writes lost")
-    acked = int(figure(text, "acknowledged writes").split()[0])
-    assert acked > 100, text
+    assert int(figure(text, "acknowledged writes").split()[0]) > 100, text
 
 
 def test_crash_test_sigterm_everysec_loses_nothing(tmp_path):
-    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "2", "--sigterm", "--durability", "everysec",
-                          "--writers", "4", "--keys", "300", "--min-run", "0.3", "--max-run", "0.8")
+    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "2", "--sigterm",
+                          "--durability", "everysec", "--min-run", "0.3", "--max-run", "0.8", *SMALL_CRASH)
     assert code == 0, text
     assert figure(text, "cycles survived") == "2/2"
     assert figure(text, "losses").startswith("0 acknowledged writes lost")
@@ -62,15 +64,16 @@ def test_crash_test_sigterm_everysec_loses_nothing(tmp_path):
 def test_crash_test_reports_losses_it_is_told_to_refuse(tmp_path):
     # Under everysec a kill -9 loses the writes of the last second; with a
     # loss window of 0 the tool must say so and exit 1.
-    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "1", "--durability", "everysec", "--loss-window", "0",
-                          "--writers", "4", "--keys", "300", "--min-run", "1.2", "--max-run", "1.5", "--early-kills", "0")
+    code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "1", "--durability", "everysec",
+                          "--loss-window", "0", "--min-run", "1.2", "--max-run", "1.5", "--early-kills", "0",
+                          *SMALL_CRASH)
     assert code == 1, text
     assert "is lost" in text and figure(text, "result") == "FAIL"
 
 
 def test_soak_short(tmp_path):
-    code, text = run_tool("soak.py", "--dir", str(tmp_path), "--minutes", "0.35", "--interval", "5", "--processes", "2", "--threads", "2",
-                          "--keys", "1000", timeout=90)
+    code, text = run_tool("soak.py", "--dir", str(tmp_path), "--minutes", "0.35", "--interval", "5",
+                          "--processes", "2", "--threads", "2", "--keys", "1000", timeout=90)
     assert code == 0, text
     assert figure(text, "result") == "PASS"
     assert "RSS" in figure(text, "growth")
@@ -79,7 +82,7 @@ def test_soak_short(tmp_path):
 
 @pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="needs redis-benchmark (redis-tools)")
 def test_slow_clients_short():
-    # A tiny run on a debug build is noisy: the ratio bar is low here, the
+    # A tiny run on a debug build is noisy: the ratio bar is low here; the
     # point is that the tool measures both and the server holds the crowd.
     code, text = run_tool("slow_clients.py", "--tricklers", "100", "--half-open", "5", "--non-readers", "2",
                           "-n", "2000", "--rounds", "1", "--settle", "0.5", "--min-ratio", "0.2")

@@ -6,7 +6,7 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Returns the server's liveliness response.", handler: ping),
     Command(name: "echo", arity: 2, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "Returns the given string.", handler: { $0.connection.replyBulk($0.args[1]) }),
-    Command(name: "quit", arity: -1, flags: ["fast", "allow_busy"], firstKey: 0, lastKey: 0, step: 0,
+    Command(name: "quit", arity: -1, flags: ["fast", "allow_busy", "no_auth"], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "Closes the connection.", handler: quit),
     Command(name: "select", arity: 2, flags: ["loading", "stale", "fast"], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "Changes the selected cache: a DB index or a cache name.", handler: select),
@@ -55,7 +55,10 @@ private func hello(_ ctx: CommandContext) throws {
             let option = ctx.option(i)
             let more = args.count - i - 1
             if option == "auth" && more >= 2 {
-                i += 3  // no passwords are configured: any credentials are accepted, as Redis's default user
+                guard ctx.server.authenticate(ctx.connection, user: args[i + 1], password: args[i + 2]) else {
+                    throw ReplyError.wrongPass
+                }
+                i += 3
             } else if option == "setname" && more >= 1 {
                 try validateClientName(args[i + 1])
                 name = args[i + 1]
@@ -64,6 +67,11 @@ private func hello(_ ctx: CommandContext) throws {
                 throw ReplyError("ERR Syntax error in HELLO option '\(ctx.text(i))'")
             }
         }
+    }
+    guard !ctx.server.authRequired(ctx.connection) else {
+        throw ReplyError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+            + "AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol "
+            + "version at the same time")
     }
     if let name { ctx.connection.name = name }
     let c = ctx.connection

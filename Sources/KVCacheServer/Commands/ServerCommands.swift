@@ -93,6 +93,7 @@ private func config(_ ctx: CommandContext) throws {
 private let liveDirectives: Set<String> = [
     "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
     "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
+    "requirepass", "protected-mode",
 ]
 
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.
