@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "KVCacheServer", targets: ["KVCacheServer"]),
         .executable(name: "kvcache-server", targets: ["kvcache-server"]),
         .executable(name: "kvcache-bench", targets: ["kvcache-bench"]),
+        .library(name: "KVCacheClient", targets: ["KVCacheClient"]),
     ],
     targets: [
         // C system libraries, seen through module maps only.
@@ -26,9 +27,15 @@ let package = Package(
         // The engine benchmark (bench/engine/run.py compares it with a C ceiling).
         .executableTarget(name: "kvcache-bench", dependencies: ["SQLiteKVCache"]),
 
+        // Client: a blocking Swift client for the server. The engine and the
+        // server know nothing of it.
+        .target(name: "KVCacheClient", dependencies: ["RESP"], path: "Clients/KVCacheClient"),
+
         .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite"]),
         .testTarget(name: "RESPTests", dependencies: ["RESP"]),
         .testTarget(name: "KVCacheServerTests", dependencies: ["KVCacheServer", "RESP", "CSQLite"]),
+        .testTarget(name: "KVCacheClientTests", dependencies: ["KVCacheClient", "RESP"],
+                    path: "Clients/Tests/KVCacheClientTests"),
     ],
     swiftLanguageModes: [.v6]
 )
