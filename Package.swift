@@ -34,6 +34,9 @@ let package = Package(
         .target(name: "KVCacheClient", dependencies: ["RESP"], path: "Clients/KVCacheClient"),
         .target(name: "KVCacheClientEmbedded", dependencies: ["KVCacheClient", "SQLiteKVCache"],
                 path: "Clients/KVCacheClientEmbedded"),
+        // The Swift example (Clients/README.md), run by Tests/python/test_examples.py.
+        .executableTarget(name: "SwiftExample", dependencies: ["KVCacheClient", "KVCacheClientEmbedded", "SQLiteKVCache"],
+                          path: "Clients/examples/swift-example"),
 
         .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite"]),
         .testTarget(name: "RESPTests", dependencies: ["RESP"]),
