@@ -47,7 +47,7 @@ final class Connection {
                     _ = try wait(fd, events: POLLOUT, deadline: deadline)
                 } catch {
                     close(fd)
-                    throw .connectionFailed("cannot connect to \(host):\(port): timed out")
+                    throw .connectionFailed("cannot connect to \(host):\(port): \(error == .timedOut ? "timed out" : "\(error)")")
                 }
                 var error: Int32 = 0
                 var length = socklen_t(MemoryLayout<Int32>.size)
