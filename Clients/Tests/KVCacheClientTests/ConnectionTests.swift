@@ -80,12 +80,12 @@ struct ConnectionTests {
 
     @Test func aSlowReplyTimesOutAndTheNextCallReconnects() throws {
         let server = try TestServer(arguments: ["--enable-debug-command", "yes"])
-        let client = try KVCacheClient(configuration: .init(port: server.port, cache: "sessions", timeout: .milliseconds(200)))
+        let client = try KVCacheClient(configuration: .init(port: server.port, cache: "sessions", timeout: .milliseconds(500)))
         try client.set("k", "v")
         #expect(throws: KVCacheClientError.timedOut) {
-            try client.command("DEBUG", "SLEEP", "1")
+            try client.command("DEBUG", "SLEEP", "2")
         }
-        Thread.sleep(forTimeInterval: 1)  // the server's loop sleeps: wait it out
+        Thread.sleep(forTimeInterval: 2)  // the server's loop sleeps: wait it out
         #expect(try client.getString("k") == "v")  // a new connection, in the same cache
     }
 
