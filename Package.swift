@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "KVCacheServer", targets: ["KVCacheServer"]),
         .executable(name: "kvcache-server", targets: ["kvcache-server"]),
         .executable(name: "kvcache-bench", targets: ["kvcache-bench"]),
+        .library(name: "KVCacheClient", targets: ["KVCacheClient"]),
+        .library(name: "KVCacheClientEmbedded", targets: ["KVCacheClientEmbedded"]),
     ],
     targets: [
         // C system libraries, seen through module maps only.
@@ -26,9 +28,21 @@ let package = Package(
         // The engine benchmark (bench/engine/run.py compares it with a C ceiling).
         .executableTarget(name: "kvcache-bench", dependencies: ["SQLiteKVCache"]),
 
+        // Client: a blocking Swift client for the server, and the engine seen
+        // through the client's KeyValueCache protocol. The engine and server
+        // know nothing of them.
+        .target(name: "KVCacheClient", dependencies: ["RESP"], path: "Clients/KVCacheClient"),
+        .target(name: "KVCacheClientEmbedded", dependencies: ["KVCacheClient", "SQLiteKVCache"],
+                path: "Clients/KVCacheClientEmbedded"),
+        // The Swift example (Clients/README.md), run by Tests/python/test_examples.py.
+        .executableTarget(name: "SwiftExample", dependencies: ["KVCacheClient", "KVCacheClientEmbedded", "SQLiteKVCache"],
+                          path: "Clients/examples/swift-example"),
+
         .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite"]),
         .testTarget(name: "RESPTests", dependencies: ["RESP"]),
         .testTarget(name: "KVCacheServerTests", dependencies: ["KVCacheServer", "RESP", "CSQLite"]),
+        .testTarget(name: "KVCacheClientTests", dependencies: ["KVCacheClient", "KVCacheClientEmbedded", "SQLiteKVCache", "RESP"],
+                    path: "Clients/Tests/KVCacheClientTests"),
     ],
     swiftLanguageModes: [.v6]
 )
