@@ -16,6 +16,7 @@ let package = Package(
         // C system libraries, seen through module maps only.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         // Storage: the embeddable engine. Knows nothing of the protocol or the server.
@@ -23,7 +24,7 @@ let package = Package(
         // Protocol: RESP parsing and encoding, no I/O.
         .target(name: "RESP"),
         // Server: event loop, connections, command table, config, INFO.
-        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto"]),
+        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto", "CSSL"]),
         .executableTarget(name: "kvcache-server", dependencies: ["KVCacheServer"]),
         // The engine benchmark (bench/engine/run.py compares it with a C ceiling).
         .executableTarget(name: "kvcache-bench", dependencies: ["SQLiteKVCache"]),

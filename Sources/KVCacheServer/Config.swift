@@ -65,6 +65,13 @@ public struct ServerConfig: Sendable {
     public var protectedMode = true
     /// `rename-command` lines: old name → new name ("" disables the command).
     public var renamedCommands: [String: String] = [:]
+    /// TLS: a port of its own (0: none), the server's certificate and key,
+    /// the CAs for client certificates, and whether clients must show one.
+    public var tlsPort = 0
+    public var tlsCertFile = ""
+    public var tlsKeyFile = ""
+    public var tlsCACertFile = ""
+    public var tlsAuthClients = "yes"
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
@@ -218,6 +225,19 @@ extension ServerConfig {
             }
             config.durability = value
         }, render: { $0.durability.rawValue }),
+        Directive(name: "tls-port", apply: { $0.tlsPort = try integer($1, "tls-port", range: 0...65535) },
+                  render: { "\($0.tlsPort)" }),
+        Directive(name: "tls-cert-file", apply: { $0.tlsCertFile = try one($1, "tls-cert-file") }, render: { $0.tlsCertFile }),
+        Directive(name: "tls-key-file", apply: { $0.tlsKeyFile = try one($1, "tls-key-file") }, render: { $0.tlsKeyFile }),
+        Directive(name: "tls-ca-cert-file", apply: { $0.tlsCACertFile = try one($1, "tls-ca-cert-file") },
+                  render: { $0.tlsCACertFile }),
+        Directive(name: "tls-auth-clients", apply: { config, args in
+            let value = try one(args, "tls-auth-clients").lowercased()
+            guard ["yes", "no", "optional"].contains(value) else {
+                throw ConfigError("argument(s) must be one of the following: yes, no, optional")
+            }
+            config.tlsAuthClients = value
+        }, render: { $0.tlsAuthClients }),
         Directive(name: "requirepass", apply: { $0.requirePass = try one($1, "requirepass") },
                   render: { $0.requirePass }),
         Directive(name: "protected-mode", apply: { $0.protectedMode = try yesNo($1, "protected-mode") },

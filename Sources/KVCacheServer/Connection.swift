@@ -22,6 +22,8 @@ final class Connection {
     var lastInteraction: Int64
     var lastCommand = "NULL"
     var protocolVersion = 2
+    /// The TLS session of a client of the TLS port.
+    var tls: TLSSession?
     /// Whether the client has passed AUTH (always true with no password set).
     var authenticated = true
 

@@ -19,7 +19,10 @@ public final class Server {
     let logger: Logger
     private let epoll: Epoll
     private let signals: SignalSource
-    private var listeners: [(fd: Int32, address: SocketAddress)] = []
+    private var listeners: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
+    private let tlsContext: TLSContext?
+    /// TLS clients whose session holds decrypted bytes the socket will not signal.
+    private var tlsReadAgain: [Connection] = []
     let registry: CacheRegistry
     let commands: CommandTable
     var stats = ServerStats()
@@ -51,6 +54,8 @@ public final class Server {
     /// Set when the last sweep or eviction step left work: poll instead of sleeping.
     private var backgroundWorkPending = false
     static let sweepBatch = 200
+    /// Milliseconds a client of the TLS port may take to finish its handshake.
+    static let handshakeTimeout: Int64 = 10_000
 
     private static let signalToken: UInt64 = 1 << 63
     private static let listenerTokenBase: UInt64 = (1 << 63) | (1 << 62)
@@ -66,13 +71,23 @@ public final class Server {
         raiseDescriptorLimit(for: config.maxClients, logger: logger)
         signals = try SignalSource(signals: [SIGTERM, SIGINT])
         epoll = try Epoll()
+        umask(0o077)  // cache files, lock files and logs: owner only
         registry = try CacheRegistry(config: config, logger: logger)
         commands = try CommandTable.standard.renamed(config.renamedCommands)
-        umask(0o077)  // cache files, lock files and logs: owner only
+        if config.tlsPort != 0 {
+            guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
+                throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
+            }
+            tlsContext = try TLSContext(
+                certificateFile: config.tlsCertFile, keyFile: config.tlsKeyFile, caCertificateFile: config.tlsCACertFile,
+                clientAuth: TLSContext.ClientAuth(rawValue: config.tlsAuthClients) ?? .yes)
+        } else {
+            tlsContext = nil
+        }
         try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
-        if config.port != 0 {
+        for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
             for host in config.bind {
-                guard let address = SocketAddress(host: host, port: config.port) else {
+                guard let address = SocketAddress(host: host, port: port) else {
                     throw ConfigError("invalid bind address '\(host)'")
                 }
                 let fd: Int32
@@ -83,13 +98,16 @@ public final class Server {
                 }
                 let bound = Posix.localAddress(fd) ?? address
                 try epoll.add(fd, token: Self.listenerTokenBase | UInt64(listeners.count), interest: .readable)
-                listeners.append((fd, bound))
+                listeners.append((fd, bound, tls))
             }
+        }
+        guard !listeners.isEmpty || config.port == 0 && config.tlsPort == 0 else {
+            throw ConfigError("nothing to listen on")
         }
     }
 
     /// The addresses actually listened on (port 0 in a bind picks a free port).
-    public var listeningAddresses: [String] { listeners.map { $0.address.description } }
+    public var listeningAddresses: [String] { listeners.map { $0.address.description + ($0.tls ? " (TLS)" : "") } }
 
     static func nowMilliseconds() -> Int64 {
         var now = timespec()
@@ -105,9 +123,12 @@ public final class Server {
         logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
             + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
         while running {
-            try epoll.wait(timeoutMilliseconds: backgroundWorkPending ? 0 : 100) { event in
+            try epoll.wait(timeoutMilliseconds: backgroundWorkPending || !tlsReadAgain.isEmpty ? 0 : 100) { event in
                 self.handle(event)
             }
+            let again = tlsReadAgain
+            tlsReadAgain.removeAll()
+            for connection in again where !connection.closed { readAndExecute(connection) }
             backgroundWorkPending = false
             sweepExpired()
             continueEviction()
@@ -131,12 +152,21 @@ public final class Server {
             return
         }
         if event.token & Self.listenerTokenBase == Self.listenerTokenBase {
-            acceptClients(on: listeners[Int(event.token & 0xffff)].fd)
+            let listener = listeners[Int(event.token & 0xffff)]
+            acceptClients(on: listener.fd, tls: listener.tls)
             return
         }
         let fd = Int(event.token & 0xffff_ffff)
         guard fd < connections.count, let connection = connections[fd], connection.token == event.token else {
             return  // stale: the descriptor was closed (and perhaps reused) since
+        }
+        if let tls = connection.tls {
+            if !tls.handshakeDone {
+                advanceHandshake(connection)
+                return
+            }
+            // A TLS write may wait on a read (and the reverse): try both.
+            if connection.pendingOutput > 0 { queueFlush(connection) }
         }
         if event.readable { readAndExecute(connection) }
         // Replies go out only after this iteration's commit: queue, never flush here.
@@ -145,7 +175,7 @@ public final class Server {
 
     // MARK: Clients
 
-    private func acceptClients(on listener: Int32) {
+    private func acceptClients(on listener: Int32, tls: Bool) {
         for _ in 0..<1000 {
             let accepted: IOResult<(Int32, sockaddr_storage)>
             do {
@@ -203,6 +233,14 @@ public final class Server {
             connections[Int(fd)] = connection
             clientCount += 1
             logger.debug("Accepted \(connection.peer)")
+            if tls, let tlsContext {
+                guard let session = TLSSession(context: tlsContext, fd: fd) else {
+                    close(connection)
+                    continue
+                }
+                connection.tls = session
+                advanceHandshake(connection)
+            }
         }
     }
 
@@ -210,10 +248,32 @@ public final class Server {
         RequestLimits(maxBulkLength: config.protoMaxBulkLen)
     }
 
+    /// Moves a TLS handshake along; a client stalled in it costs nothing but
+    /// its descriptor until the handshake deadline (cron) closes it.
+    private func advanceHandshake(_ connection: Connection) {
+        guard let tls = connection.tls else { return }
+        switch tls.handshake() {
+        case .done:
+            try? epoll.modify(connection.fd, token: connection.token, interest: .readable)
+            readAndExecute(connection)  // the client may have sent its first command with the handshake
+        case .wantRead:
+            try? epoll.modify(connection.fd, token: connection.token, interest: .readable)
+        case .wantWrite:
+            try? epoll.modify(connection.fd, token: connection.token, interest: [.readable, .writable])
+        case .closed:
+            close(connection)
+        case .failed(let reason):
+            logger.verbose("TLS handshake with \(connection.peer) failed: \(reason)")
+            stats.tlsHandshakeFailures += 1
+            close(connection)
+        }
+    }
+
     /// Closes a client now, dropping anything unsent.
     func close(_ connection: Connection) {
         guard !connection.closed else { return }
         connection.closed = true
+        connection.tls?.shutdown()
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {
@@ -238,7 +298,23 @@ public final class Server {
         }
         var endOfStream = false
         do {
-            switch try connection.input.read(from: connection.fd, chunk: Self.readChunk) {
+            let result: IOResult<Int>
+            if let tls = connection.tls {
+                result = try connection.input.read(chunk: Self.readChunk) { space throws(SystemError) in
+                    switch tls.read(space) {
+                    case .done(let n): return .done(n)
+                    case .wantRead, .wantWrite: return .wouldBlock
+                    case .closed: return .done(0)
+                    case .failed(let reason):
+                        logger.verbose("TLS read from \(connection.peer) failed: \(reason)")
+                        throw SystemError(function: "SSL_read", errno: EPROTO)
+                    }
+                }
+                if tls.pending > 0 { tlsReadAgain.append(connection) }
+            } else {
+                result = try connection.input.read(from: connection.fd, chunk: Self.readChunk)
+            }
+            switch result {
             case .wouldBlock: return
             case .done(0): endOfStream = true
             case .done: break
@@ -479,7 +555,13 @@ public final class Server {
             let result: IOResult<Int>
             do {
                 result = try connection.output.withUnsafeBytes { raw throws(SystemError) in
-                    try Posix.write(connection.fd, UnsafeRawBufferPointer(rebasing: raw[connection.outputSent...]))
+                    let unsent = UnsafeRawBufferPointer(rebasing: raw[connection.outputSent...])
+                    guard let tls = connection.tls else { return try Posix.write(connection.fd, unsent) }
+                    switch tls.write(unsent) {
+                    case .done(let n): return .done(n)
+                    case .wantRead, .wantWrite: return .wouldBlock
+                    case .closed, .failed: throw SystemError(function: "SSL_write", errno: EPIPE)
+                    }
                 }
             } catch {
                 logger.verbose("Writing to client \(connection.peer): \(error)")
@@ -563,6 +645,12 @@ public final class Server {
     }
 
     private func cron(now: Int64) {
+        for connection in connections.compactMap({ $0 }) {
+            if let tls = connection.tls, !tls.handshakeDone, now - connection.createdAt > Self.handshakeTimeout {
+                logger.verbose("Closing \(connection.peer): TLS handshake not done in time")
+                close(connection)
+            }
+        }
         for cache in registry.open.values where cache.commitFailure != nil {
             if (try? cache.engine.probeWrite()) != nil {
                 logger.notice("Writes to cache '\(cache.name)' succeed again")
@@ -623,6 +711,7 @@ struct ServerStats {
     var outputLimitDisconnections = 0
     /// Failed AUTH (and HELLO AUTH) attempts: INFO's acl_access_denied_auth.
     var authFailures = 0
+    var tlsHandshakeFailures = 0
     var totalErrorReplies = 0
     var keyspaceHits = 0
     var keyspaceMisses = 0

@@ -31,9 +31,14 @@ final class ReadBuffer {
     /// Reads from `fd` into free space of at least `chunk` bytes.
     /// - Returns: bytes read (0 at end of stream), or `.wouldBlock`.
     func read(from fd: Int32, chunk: Int) throws(SystemError) -> IOResult<Int> {
+        try read(chunk: chunk) { space throws(SystemError) in try Posix.read(fd, space) }
+    }
+
+    /// Fills free space of at least `chunk` bytes with `reader` (a socket or a TLS session).
+    func read(chunk: Int, _ reader: (UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int>) throws(SystemError) -> IOResult<Int> {
         reserve(chunk)
         let space = UnsafeMutableRawBufferPointer(start: storage! + end, count: capacity - end)
-        let result = try Posix.read(fd, space)
+        let result = try reader(space)
         if case .done(let n) = result { end += n }
         return result
     }
