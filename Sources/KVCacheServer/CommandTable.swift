@@ -27,6 +27,14 @@ func asciiLower(_ byte: UInt8) -> UInt8 {
     byte >= 65 && byte <= 90 ? byte + 32 : byte
 }
 
+/// What INFO commandstats reports for one command.
+final class CommandStats: @unchecked Sendable {
+    var calls = 0
+    var microseconds = 0
+    var rejected = 0
+    var failed = 0
+}
+
 /// One command's description, as `COMMAND INFO` reports it, and its handler.
 struct Command: Sendable {
     typealias Handler = @Sendable (CommandContext) throws -> Void
@@ -42,6 +50,13 @@ struct Command: Sendable {
     let summary: String
     let handler: Handler
     var subcommands: [String] = []
+    /// Counters, shared by every copy of the description.
+    let stats = CommandStats()
+
+    /// MULTI, EXEC, DISCARD, WATCH, UNWATCH and QUIT run at once inside a transaction.
+    var isTransactionControl: Bool {
+        ["multi", "exec", "discard", "watch", "unwatch", "quit", "reset"].contains(name)
+    }
 
     func accepts(argumentCount: Int) -> Bool {
         arity >= 0 ? argumentCount == arity : argumentCount >= -arity
@@ -116,7 +131,8 @@ struct CommandTable: Sendable {
     }
 
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
-        + connectionCommands + authCommands + serverCommands + debugCommands)
+        + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
+        + observabilityCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

@@ -22,6 +22,11 @@ final class Connection {
     var lastInteraction: Int64
     var lastCommand = "NULL"
     var protocolVersion = 2
+    /// An open MULTI, and the keys WATCH recorded.
+    var transaction: Transaction?
+    var watched: [WatchedKey] = []
+    /// Whether the client ran MONITOR.
+    var isMonitor = false
     /// The TLS session of a client of the TLS port.
     var tls: TLSSession?
     /// Whether the client has passed AUTH (always true with no password set).
@@ -70,8 +75,10 @@ final class Connection {
         let idle = (now - lastInteraction) / 1000
         let nameText = String(decoding: name, as: UTF8.self)
         let events = waitingToWrite ? "rw" : "r"
-        return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=N "
-            + "db=\(databaseLabel) sub=0 psub=0 ssub=0 multi=-1 qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
+        let flags = isMonitor ? "O" : transaction != nil ? "x" : "N"
+        let multi = transaction.map { $0.commands.count } ?? -1
+        return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
+            + "db=\(databaseLabel) sub=0 psub=0 ssub=0 multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
             + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
             + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
             + "events=\(events) cmd=\(lastCommand) user=default redir=-1 resp=\(protocolVersion)"

@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,19 +7,17 @@ extension Server {
     /// INFO's text for the named sections (none: the default set), in
     /// Redis's format: `# Section` headers and `field:value` lines, CRLF-separated.
     func infoText(sections requested: [String]) -> String {
-        let defaults = ["server", "clients", "memory", "persistence", "stats", "keyspace"]
-        var wanted: [String]
-        if requested.isEmpty || requested.contains("default") || requested.contains("all") || requested.contains("everything") {
-            wanted = defaults
-            if requested.contains("all") || requested.contains("everything") { wanted.append("commandstats") }
-        } else {
-            wanted = requested
-        }
+        let defaults = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
+                        "errorstats", "cluster", "keyspace"]
+        let all = defaults + ["commandstats"]
+        var wanted = Set(requested)
+        if requested.isEmpty || wanted.contains("default") { wanted.formUnion(defaults) }
+        if wanted.contains("all") || wanted.contains("everything") { wanted.formUnion(all) }
         var out: [String] = []
-        for section in defaults + ["commandstats"] where wanted.contains(section) {
+        for section in all where wanted.contains(section) {
             guard let lines = infoSection(section) else { continue }
             if !out.isEmpty { out.append("") }
-            out.append("# " + section.prefix(1).uppercased() + section.dropFirst())
+            out.append("# " + (section == "cpu" ? "CPU" : section.prefix(1).uppercased() + section.dropFirst()))
             out.append(contentsOf: lines)
         }
         return out.isEmpty ? "" : out.joined(separator: "\r\n") + "\r\n"
@@ -53,18 +52,72 @@ extension Server {
         case "clients":
             return [
                 "connected_clients:\(clientCount)",
+                "cluster_connections:0",
                 "maxclients:\(config.maxClients)",
+                "client_recent_max_input_buffer:0",
+                "client_recent_max_output_buffer:0",
                 "blocked_clients:0",
+                "tracking_clients:0",
+                "clients_in_timeout_table:0",
             ]
+        case "replication":
+            return [
+                "role:master",
+                "connected_slaves:0",
+                "master_failover_state:no-failover",
+                "master_replid:\(replicationID)",
+                "master_replid2:0000000000000000000000000000000000000000",
+                "master_repl_offset:0",
+                "second_repl_offset:-1",
+                "repl_backlog_active:0",
+                "repl_backlog_size:1048576",
+                "repl_backlog_first_byte_offset:0",
+                "repl_backlog_histlen:0",
+            ]
+        case "cpu":
+            var own = rusage(), children = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &own)
+            getrusage(RUSAGE_CHILDREN.rawValue, &children)
+            func seconds(_ t: timeval) -> String {
+                let micros = Int(t.tv_usec)
+                return "\(t.tv_sec).\(String(repeating: "0", count: 6 - String(micros).count))\(micros)"
+            }
+            return [
+                "used_cpu_sys:\(seconds(own.ru_stime))",
+                "used_cpu_user:\(seconds(own.ru_utime))",
+                "used_cpu_sys_children:\(seconds(children.ru_stime))",
+                "used_cpu_user_children:\(seconds(children.ru_utime))",
+                "used_cpu_sys_main_thread:\(seconds(own.ru_stime))",
+                "used_cpu_user_main_thread:\(seconds(own.ru_utime))",
+            ]
+        case "modules":
+            return []
+        case "cluster":
+            return ["cluster_enabled:0"]
+        case "errorstats":
+            return stats.errorsByPrefix.keys.sorted().map { "errorstat_\($0):count=\(stats.errorsByPrefix[$0]!)" }
         case "memory":
             let rss = residentSetBytes()
+            peakMemory = max(peakMemory, rss)
+            let open = registry.open.values.compactMap { $0.statistics() }
+            let tierBytes = open.reduce(0) { $0 + $1.tierBytes }
+            let contentBytes = open.reduce(0) { $0 + $1.contentBytes }
             return [
                 "used_memory:\(rss)",
                 "used_memory_human:\(humanBytes(rss))",
                 "used_memory_rss:\(rss)",
                 "used_memory_rss_human:\(humanBytes(rss))",
+                "used_memory_peak:\(peakMemory)",
+                "used_memory_peak_human:\(humanBytes(peakMemory))",
+                "total_system_memory:\(Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE))))",
                 "maxmemory:0",
+                "maxmemory_human:0B",
                 "maxmemory_policy:\(config.evictionPolicy.rawValue)",
+                "mem_fragmentation_ratio:1.00",
+                "mem_allocator:libc",
+                "memory_tier_bytes:\(tierBytes)",
+                "memory_tier_budget_per_cache:\(config.memoryTierBytes)",
+                "stored_content_bytes:\(contentBytes)",
             ]
         case "persistence":
             return [
@@ -85,11 +138,18 @@ extension Server {
             return [
                 "total_connections_received:\(stats.totalConnectionsReceived)",
                 "total_commands_processed:\(stats.totalCommandsProcessed)",
+                "instantaneous_ops_per_sec:\(instantaneousOpsPerSecond)",
+                "total_net_input_bytes:\(stats.netInputBytes)",
+                "total_net_output_bytes:\(stats.netOutputBytes)",
                 "rejected_connections:\(stats.rejectedConnections)",
                 "expired_keys:\(all.reduce(0) { $0 + $1.expired })",
                 "evicted_keys:\(all.reduce(0) { $0 + $1.evicted })",
                 "keyspace_hits:\(stats.keyspaceHits)",
                 "keyspace_misses:\(stats.keyspaceMisses)",
+                "memory_tier_hits:\(all.reduce(0) { $0 + $1.tierHits })",
+                "memory_tier_misses:\(all.reduce(0) { $0 + $1.tierMisses })",
+                "pubsub_channels:0",
+                "pubsub_patterns:0",
                 "total_error_replies:\(stats.totalErrorReplies)",
                 "acl_access_denied_auth:\(stats.authFailures)",
                 "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",
@@ -107,7 +167,12 @@ extension Server {
             }
             return lines
         case "commandstats":
-            return []
+            return commands.all.filter { $0.stats.calls + $0.stats.rejected + $0.stats.failed > 0 }.map { command in
+                let s = command.stats
+                let perCall = s.calls > 0 ? Double(s.microseconds) / Double(s.calls) : 0
+                return "cmdstat_\(command.name):calls=\(s.calls),usec=\(s.microseconds),"
+                    + "usec_per_call=\(String(format: "%.2f", perCall)),rejected_calls=\(s.rejected),failed_calls=\(s.failed)"
+            }
         default:
             return nil
         }
@@ -142,6 +207,12 @@ func humanBytes(_ bytes: Int) -> String {
 }
 
 extension Server {
+    /// Commands per second over the last second or so of cron samples.
+    var instantaneousOpsPerSecond: Int {
+        guard let first = opsSamples.first, let last = opsSamples.last, last.time > first.time else { return 0 }
+        return (last.commands - first.commands) * 1000 / Int(last.time - first.time)
+    }
+
     /// Counts a read for INFO's keyspace_hits / keyspace_misses.
     func countLookup(_ cache: OpenCache, hit: Bool) {
         if hit {

@@ -43,6 +43,15 @@ public final class Server {
     private var pendingFlush: [Connection] = []
     private var running = true
     private var lastCron: Int64 = 0
+    /// Clients in MONITOR mode, fed every command others run.
+    var monitors: [Connection] = []
+    var slowlog = SlowLog()
+    /// The largest RSS INFO has seen.
+    var peakMemory = 0
+    /// A random 40-hex-digit id for INFO replication, as Redis makes one per start.
+    let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+    /// Samples of total_commands_processed for instantaneous_ops_per_sec.
+    var opsSamples: [(time: Int64, commands: Int)] = []
     /// When the last commit was (`everysec`).
     private var lastCommit: Int64 = 0
     /// In `everysec` mode, a commit is forced when this many keys (or bytes)
@@ -274,6 +283,7 @@ public final class Server {
         guard !connection.closed else { return }
         connection.closed = true
         connection.tls?.shutdown()
+        if connection.isMonitor { monitors.removeAll { $0 === connection } }
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {
@@ -317,7 +327,7 @@ public final class Server {
             switch result {
             case .wouldBlock: return
             case .done(0): endOfStream = true
-            case .done: break
+            case .done(let n): stats.netInputBytes += n
             }
         } catch {
             logger.verbose("Reading from client \(connection.peer): \(error)")
@@ -365,7 +375,9 @@ public final class Server {
         if connection.input.count == 0 { connection.input.shrinkIfIdle(keep: 64 * 1024) }
     }
 
-    /// Runs one command and appends its reply.
+    /// Runs one command and appends its reply: checks (name, arity,
+    /// authentication), the monitor feed, the handler, and the counters
+    /// INFO commandstats/errorstats and SLOWLOG report.
     func execute(_ args: [[UInt8]], for connection: Connection) {
         stats.totalCommandsProcessed += 1
         let start = connection.output.count
@@ -377,34 +389,47 @@ public final class Server {
             return
         }
         guard let command = commands.lookup(args[0]) else {
-            connection.replyError(CommandTable.unknownCommandError(args))
-            stats.totalErrorReplies += 1
+            reject(connection, CommandTable.unknownCommandError(args), command: nil)
             return
         }
         connection.lastCommand = command.subcommands.isEmpty || args.count < 2
             ? command.name : command.name + "|" + String(decoding: args[1].map(asciiLower), as: UTF8.self)
         guard command.accepts(argumentCount: args.count) else {
-            connection.replyError(.wrongArity(command.name))
-            stats.totalErrorReplies += 1
+            reject(connection, .wrongArity(command.name), command: command)
             return
         }
         if authRequired(connection) && !command.flags.contains("no_auth") {
-            connection.replyError(.noAuth)
-            stats.totalErrorReplies += 1
+            reject(connection, .noAuth, command: command)
             return
         }
+        if let queued = connection.transaction, !command.isTransactionControl {
+            queued.commands.append(args)
+            connection.replySimple("QUEUED")
+            return
+        }
+        if !monitors.isEmpty { feedMonitors(args, from: connection) }
         touchedByCommand.removeAll(keepingCapacity: true)
+        let began = Self.monotonicMicroseconds()
+        var failure: ReplyError?
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {
-            connection.replyError(error)
-            stats.totalErrorReplies += 1
+            failure = error
         } catch let error as SQLiteKVCache.Error {
-            connection.replyError(.engine(error))
-            stats.totalErrorReplies += 1
+            failure = .engine(error)
         } catch {
-            connection.replyError(ReplyError("ERR \(error)"))
-            stats.totalErrorReplies += 1
+            failure = ReplyError("ERR \(error)")
+        }
+        let elapsed = Self.monotonicMicroseconds() - began
+        command.stats.calls += 1
+        command.stats.microseconds += elapsed
+        if let failure {
+            connection.replyError(failure)
+            command.stats.failed += 1
+            countError(failure)
+        }
+        if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
+            slowlog.record(args, microseconds: elapsed, client: connection)
         }
         if config.durability == .commit {
             for cache in touchedByCommand {
@@ -431,6 +456,27 @@ public final class Server {
             lastCommit = now
         }
         commitBatches()
+    }
+
+    /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
+    private func reject(_ connection: Connection, _ error: ReplyError, command: Command?) {
+        connection.replyError(error)
+        command?.stats.rejected += 1
+        countError(error)
+        if let transaction = connection.transaction { transaction.failed = true }
+    }
+
+    /// Counts an error reply for INFO (total_error_replies, errorstats by prefix).
+    func countError(_ error: ReplyError) {
+        stats.totalErrorReplies += 1
+        let prefix = error.text.split(separator: " ", maxSplits: 1).first.map(String.init) ?? "ERR"
+        stats.errorsByPrefix[prefix, default: 0] += 1
+    }
+
+    static func monotonicMicroseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1000
     }
 
     /// `POST` and `Host:` lines mean an HTTP client was tricked into talking to us.
@@ -461,6 +507,9 @@ public final class Server {
         + "the server to start accepting connections from the outside.\r\n"
 
     // MARK: Group commit
+
+    /// Clears the caches the running command wrote to (EXEC: its commands recorded theirs).
+    func forgetTouchedCaches() { touchedByCommand.removeAll(keepingCapacity: true) }
 
     /// The engine of `cache`, joined to this iteration's batch, for a write.
     func writable(_ cache: OpenCache) throws -> SQLiteKVCache {
@@ -534,6 +583,9 @@ public final class Server {
 
     // MARK: Writing replies
 
+    /// Queues another client's output (a MONITOR feed) for this iteration's flush.
+    func queueFlushFromCommand(_ connection: Connection) { queueFlush(connection) }
+
     private func queueFlush(_ connection: Connection) {
         guard !connection.queuedForFlush else { return }
         connection.queuedForFlush = true
@@ -571,6 +623,7 @@ public final class Server {
             switch result {
             case .done(let n):
                 connection.outputSent += n
+                stats.netOutputBytes += n
             case .wouldBlock:
                 if !connection.waitingToWrite {
                     connection.waitingToWrite = true
@@ -645,6 +698,8 @@ public final class Server {
     }
 
     private func cron(now: Int64) {
+        opsSamples.append((now, stats.totalCommandsProcessed))
+        if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {
             if let tls = connection.tls, !tls.handshakeDone, now - connection.createdAt > Self.handshakeTimeout {
                 logger.verbose("Closing \(connection.peer): TLS handshake not done in time")
@@ -712,6 +767,9 @@ struct ServerStats {
     /// Failed AUTH (and HELLO AUTH) attempts: INFO's acl_access_denied_auth.
     var authFailures = 0
     var tlsHandshakeFailures = 0
+    var errorsByPrefix: [String: Int] = [:]
+    var netInputBytes = 0
+    var netOutputBytes = 0
     var totalErrorReplies = 0
     var keyspaceHits = 0
     var keyspaceMisses = 0
