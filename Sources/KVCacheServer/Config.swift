@@ -72,6 +72,10 @@ public struct ServerConfig: Sendable {
     public var tlsKeyFile = ""
     public var tlsCACertFile = ""
     public var tlsAuthClients = "yes"
+    /// SLOWLOG: commands slower than this many microseconds are logged
+    /// (negative: none), and the log keeps this many.
+    public var slowlogSlowerThan = 10_000
+    public var slowlogMaxLength = 128
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
@@ -238,6 +242,12 @@ extension ServerConfig {
             }
             config.tlsAuthClients = value
         }, render: { $0.tlsAuthClients }),
+        Directive(name: "slowlog-log-slower-than", apply: {
+            $0.slowlogSlowerThan = try integer($1, "slowlog-log-slower-than", range: -1...Int(Int64.max))
+        }, render: { "\($0.slowlogSlowerThan)" }),
+        Directive(name: "slowlog-max-len", apply: {
+            $0.slowlogMaxLength = try integer($1, "slowlog-max-len", range: 0...Int(Int32.max))
+        }, render: { "\($0.slowlogMaxLength)" }),
         Directive(name: "requirepass", apply: { $0.requirePass = try one($1, "requirepass") },
                   render: { $0.requirePass }),
         Directive(name: "protected-mode", apply: { $0.protectedMode = try yesNo($1, "protected-mode") },

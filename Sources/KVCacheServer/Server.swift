@@ -83,6 +83,8 @@ public final class Server {
         umask(0o077)  // cache files, lock files and logs: owner only
         registry = try CacheRegistry(config: config, logger: logger)
         commands = try CommandTable.standard.renamed(config.renamedCommands)
+        slowlog.threshold = config.slowlogSlowerThan
+        slowlog.maxLength = config.slowlogMaxLength
         if config.tlsPort != 0 {
             guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
                 throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
@@ -290,6 +292,16 @@ public final class Server {
             connections[Int(connection.fd)] = nil
         }
         clientCount -= 1
+    }
+
+    /// CLIENT KILL: closes `victim` now, or, when it is the caller, right
+    /// after its reply.
+    func kill(_ victim: Connection, by caller: Connection) {
+        if victim === caller {
+            victim.closeAfterReply = true
+        } else {
+            close(victim)
+        }
     }
 
     /// Every connected client, in id order.
@@ -579,6 +591,8 @@ public final class Server {
         config = newConfig
         logger.level = newConfig.logLevel
         registry.apply(newConfig)
+        slowlog.threshold = newConfig.slowlogSlowerThan
+        slowlog.maxLength = newConfig.slowlogMaxLength
     }
 
     // MARK: Writing replies

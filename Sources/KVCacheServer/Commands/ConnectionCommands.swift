@@ -15,7 +15,7 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Handshakes with the server.", handler: hello),
     Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "A container for client connection commands.", handler: client,
-            subcommands: ["getname", "id", "info", "list", "setinfo", "setname"]),
+            subcommands: ["getname", "id", "info", "kill", "list", "setinfo", "setname"]),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
@@ -117,6 +117,8 @@ private func client(_ ctx: CommandContext) throws {
     case "list":
         let now = Server.nowMilliseconds()
         c.replyVerbatim(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
+    case "kill":
+        try clientKill(ctx)
     case "setinfo":
         // Redis 7.2's client library report (redis-py sends it on connect).
         try arity(4)
@@ -137,4 +139,55 @@ private func client(_ ctx: CommandContext) throws {
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "client")
     }
+}
+
+/// CLIENT KILL addr:port, or CLIENT KILL [ID id] [ADDR addr] [LADDR addr]
+/// [TYPE normal] [USER default] [SKIPME yes|no]: closes matching clients (a
+/// client killing itself gets its reply first).
+private func clientKill(_ ctx: CommandContext) throws {
+    let me = ctx.connection
+    if ctx.args.count == 3 {
+        let address = ctx.text(2)
+        guard let victim = ctx.server.allConnections.first(where: { $0.peer == address }) else {
+            throw ReplyError("ERR No such client")
+        }
+        me.replyOK()
+        ctx.server.kill(victim, by: me)
+        return
+    }
+    guard ctx.args.count >= 4, ctx.args.count % 2 == 0 else { throw ReplyError.syntax }
+    var id: Int64?, address: String?, local: String?, skipMe = true, matchesType = true, matchesUser = true
+    for i in stride(from: 2, to: ctx.args.count, by: 2) {
+        let value = ctx.text(i + 1)
+        switch ctx.option(i) {
+        case "id":
+            guard let n = parseStrictInt64(ctx.args[i + 1]), n > 0 else {
+                throw ReplyError("ERR client-id should be greater than 0")
+            }
+            id = n
+        case "addr": address = value
+        case "laddr": local = value
+        case "type":
+            switch value.lowercased() {
+            case "normal": matchesType = true
+            case "master", "slave", "replica", "pubsub": matchesType = false
+            default: throw ReplyError("ERR Unknown client type '\(value)'")
+            }
+        case "user": matchesUser = value == "default"
+        case "skipme":
+            switch value.lowercased() {
+            case "yes": skipMe = true
+            case "no": skipMe = false
+            default: throw ReplyError.syntax
+            }
+        default:
+            throw ReplyError.syntax
+        }
+    }
+    let victims = ctx.server.allConnections.filter { c in
+        matchesType && matchesUser && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
+            && (local.map { c.local == $0 } ?? true) && !(skipMe && c === me)
+    }
+    me.replyInteger(victims.count)
+    for victim in victims { ctx.server.kill(victim, by: me) }
 }

@@ -93,7 +93,7 @@ private func config(_ ctx: CommandContext) throws {
 private let liveDirectives: Set<String> = [
     "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
     "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
-    "requirepass", "protected-mode",
+    "requirepass", "protected-mode", "slowlog-log-slower-than", "slowlog-max-len",
 ]
 
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.
