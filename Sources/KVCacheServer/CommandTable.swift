@@ -132,7 +132,7 @@ struct CommandTable: Sendable {
 
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
-        + observabilityCommands)
+        + observabilityCommands + bitCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

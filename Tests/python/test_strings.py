@@ -446,3 +446,49 @@ def test_incrbyfloat_on_integer_then_incr(c):
     assert c.command("INCR", "n") == 16                 # still a valid integer
     assert c.command("INCRBYFLOAT", "n", "0.5") == b"16.5"
     assert c.command("INCR", "n") == NOT_INT
+
+
+# --- bits and LCS (Redis 7.0 texts) ---------------------------------------------
+
+def test_setbit_getbit_bitcount(r):
+    c = r
+    assert c.setbit("b:k", 7, 1) == 0
+    assert c.get("b:k") == b"\x01"
+    assert c.setbit("b:k", 7, 0) == 1
+    assert c.setbit("b:k", 100, 1) == 0
+    assert c.strlen("b:k") == 13
+    assert c.getbit("b:k", 100) == 1
+    assert c.getbit("b:k", 101) == 0
+    assert c.getbit("b:missing", 5) == 0
+    assert c.bitcount("b:k") == 1
+    c.set("b:s", "foobar")
+    assert c.bitcount("b:s") == 26
+    assert c.bitcount("b:s", 1, 1) == 6
+    assert c.bitcount("b:s", 5, 30, "bit") == 17
+    assert c.bitcount("b:s", -2, -1) == 7
+
+
+def test_bit_errors(server, r):
+    raw = server.raw()
+    assert raw.command("SETBIT", "b:e", "-1", "1") == ("error", "ERR bit offset is not an integer or out of range")
+    assert raw.command("SETBIT", "b:e", "4294967296", "1") == ("error", "ERR bit offset is not an integer or out of range")
+    assert raw.command("SETBIT", "b:e", "0", "2") == ("error", "ERR bit is not an integer or out of range")
+    assert raw.command("GETBIT", "b:e", "x") == ("error", "ERR bit offset is not an integer or out of range")
+    assert raw.command("BITCOUNT", "b:e", "0") == 0  # a missing key answers 0 first
+    assert raw.command("SET", "b:e", "x") == "OK"
+    assert raw.command("BITCOUNT", "b:e", "0") == ("error", "ERR syntax error")
+    assert raw.command("BITCOUNT", "b:e", "0", "1", "nibble") == ("error", "ERR syntax error")
+
+
+def test_lcs(server, r):
+    r.set("l:a", "ohmytext")
+    r.set("l:b", "mynewtext")
+    raw = server.raw()
+    assert raw.command("LCS", "l:a", "l:b") == b"mytext"
+    assert raw.command("LCS", "l:a", "l:b", "LEN") == 6
+    assert raw.command("LCS", "l:a", "l:b", "IDX") == [b"matches", [[[4, 7], [5, 8]], [[2, 3], [0, 1]]], b"len", 6]
+    assert raw.command("LCS", "l:a", "l:b", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN") == \
+        [b"matches", [[[4, 7], [5, 8], 4]], b"len", 6]
+    assert raw.command("LCS", "l:a", "l:b", "LEN", "IDX") == \
+        ("error", "ERR If you want both the length and indexes, please just use IDX.")
+    assert raw.command("LCS", "l:a", "l:missing") == b""
