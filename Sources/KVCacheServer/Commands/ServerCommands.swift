@@ -1,3 +1,4 @@
+import Foundation
 import RESP
 
 /// INFO, COMMAND, CONFIG, FUNCTION.
@@ -9,7 +10,7 @@ let serverCommands: [Command] = [
             subcommands: ["count", "docs", "info", "list"]),
     Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for server configuration commands.", handler: config,
-            subcommands: ["get", "resetstat", "set"]),
+            subcommands: ["get", "resetstat", "rewrite", "set"]),
     Command(name: "shutdown", arity: -1, flags: ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
             firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Commits everything, closes every cache and stops the server.", handler: shutdown),
@@ -80,6 +81,9 @@ private func config(_ ctx: CommandContext) throws {
         }
     case "set":
         try configSet(ctx)
+    case "rewrite":
+        guard ctx.args.count == 2 else { throw ReplyError.wrongArity("config|rewrite") }
+        try configRewrite(ctx)
     case "resetstat":
         guard ctx.args.count == 2 else { throw ReplyError.wrongArity("config|resetstat") }
         ctx.server.stats = ServerStats()
@@ -149,4 +153,39 @@ private func shutdown(_ ctx: CommandContext) throws {
     }
     ctx.server.logger.warning("User requested shutdown...")
     ctx.server.requestShutdown()
+}
+
+/// CONFIG REWRITE: writes the running configuration into the file the server
+/// was started with, atomically (a temporary file, fsync, then rename).
+private func configRewrite(_ ctx: CommandContext) throws {
+    guard let path = ctx.server.config.configFile else {
+        throw ReplyError("ERR The server is running without a config file")
+    }
+    let original = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    let text = ctx.server.config.rewritten(original: original)
+    let temporary = "\(path).tmp-\(getpid())"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw ReplyError("ERR Rewriting config file: \(String(cString: strerror(errno)))") }
+    let bytes = Array(text.utf8)
+    var written = 0
+    while written < bytes.count {
+        let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            unlink(temporary)
+            throw ReplyError("ERR Rewriting config file: \(reason)")
+        }
+        written += n
+    }
+    let synced = fsync(fd) == 0
+    close(fd)
+    guard synced, rename(temporary, path) == 0 else {
+        let reason = String(cString: strerror(errno))
+        unlink(temporary)
+        throw ReplyError("ERR Rewriting config file: \(reason)")
+    }
+    ctx.server.logger.notice("CONFIG REWRITE executed with success.")
+    ctx.connection.replyOK()
 }

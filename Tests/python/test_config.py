@@ -1,0 +1,99 @@
+"""The sample configuration file, CONFIG GET/SET/REWRITE, and logs."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BIN, ROOT
+
+pytestmark = pytest.mark.kvcache_only
+
+SAMPLE = os.path.join(ROOT, "kvcache.conf")
+
+
+def config_get_all(c):
+    reply = c.command("CONFIG", "GET", "*")
+    return {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
+
+
+def test_sample_config_documents_every_directive_at_its_default(fresh_server, tmp_path):
+    # The sample file, with only port and dir overridden on the command line.
+    s = fresh_server(config_text=open(SAMPLE).read())
+    c = s.raw()
+    loaded = config_get_all(c)
+    bare = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+    assert bare.returncode == 0
+    # A server with no file at all reports the same values.
+    plain = fresh_server()
+    defaults = config_get_all(plain.raw())
+    for name, value in defaults.items():
+        if name in ("port", "dir", "config_file"):
+            continue
+        assert loaded[name] == value, name
+    text = open(SAMPLE).read()
+    for name in defaults:
+        assert re.search(r"^#?\s*%s\b" % re.escape(name), text, re.M) or name == "maxmemory-policy" and \
+            "maxmemory-policy" in text, "%s is not documented in kvcache.conf" % name
+
+
+def test_config_rewrite_updates_the_file_in_place(fresh_server, tmp_path):
+    conf = "# my settings\ntimeout 5\n\n# the default policy\neviction-policy fifo\n"
+    s = fresh_server(config_text=conf)
+    c = s.raw()
+    assert c.command("CONFIG", "SET", "timeout", "30") == "OK"
+    assert c.command("CONFIG", "SET", "cache", "sessions 1mb lru") == "OK"
+    assert c.command("CONFIG", "SET", "requirepass", "p w") == "OK"
+    assert c.command("AUTH", "p w") == "OK"
+    assert c.command("CONFIG", "REWRITE") == "OK"
+    path = os.path.join(s.dir, "kvcache.conf")
+    text = open(path).read()
+    assert text.startswith("# my settings\ntimeout 30\n\n# the default policy\neviction-policy fifo\n")
+    assert "cache sessions 1048576 lru\n" in text
+    assert 'requirepass "p w"\n' in text
+    assert not [f for f in os.listdir(s.dir) if ".tmp-" in f]
+    s.config_text = text  # the fixture writes config_text at each start
+    s.restart()
+    d = s.raw()
+    assert d.command("AUTH", "p w") == "OK"
+    assert d.command("CONFIG", "GET", "timeout") == [b"timeout", b"30"]
+    assert d.command("CONFIG", "GET", "cache") == [b"cache", b"sessions 1048576 lru"]
+
+
+def test_config_rewrite_without_a_file(fresh_server):
+    c = fresh_server().raw()
+    assert c.command("CONFIG", "REWRITE") == ("error", "ERR The server is running without a config file")
+
+
+def test_config_set_errors_and_get_patterns(fresh_server):
+    c = fresh_server().raw()
+    assert c.command("CONFIG", "SET", "port", "1") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
+    assert c.command("CONFIG", "SET", "nope", "1") == (
+        "error", "ERR Unknown option or number of arguments for CONFIG SET - 'nope'")
+    assert c.command("CONFIG", "SET", "timeout") == ("error", "ERR wrong number of arguments for 'config|set' command")
+    reply = c.command("CONFIG", "GET", "tls-*")
+    assert sorted(reply[0::2]) == [b"tls-auth-clients", b"tls-ca-cert-file", b"tls-cert-file", b"tls-key-file", b"tls-port"]
+
+
+LOG_LINE = re.compile(r"^\d+:M \d\d \w{3} \d{4} \d\d:\d\d:\d\d\.\d{3} [.\-*#] \S")
+
+
+def test_logs_use_redis_format_on_stdout(fresh_server):
+    s = fresh_server()
+    s.stop()
+    lines = [l for l in s.log().splitlines() if l.strip()]
+    assert lines and all(LOG_LINE.match(l) for l in lines), lines
+    assert "kvcache-server" in lines[0] and "listening on 127.0.0.1:%d" % s.port in lines[0]
+    assert "ready to exit" in lines[-1]
+
+
+def test_logfile_directive(fresh_server, tmp_path):
+    logfile = tmp_path / "server.log"
+    s = fresh_server(args=["--logfile", str(logfile), "--loglevel", "verbose"])
+    assert s.raw().command("SELECT", "somecache") == "OK"
+    s.stop()
+    text = logfile.read_text()
+    assert "listening on" in text and "Opened cache 'somecache'" in text
+    assert oct(os.stat(logfile).st_mode & 0o777) == oct(0o600)
