@@ -170,11 +170,16 @@ final class CacheRegistry {
         configuration.maxPageCount = config.sqliteMaxPageCount
         let logger = self.logger
         configuration.onRecovery = { message in logger.warning(message) }
+        configuration.onProgress = { message in logger.notice(message) }
         let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: configuration)
+        let started = Server.nowMilliseconds()
         do {
             try engine.open()
             try engine.setDeferredWrites(config.durability == .everysec)
-            logger.verbose("Opened cache '\(name)' (\((try? engine.count()) ?? 0) keys)")
+            let keys = (try? engine.count()) ?? 0
+            let elapsed = Server.nowMilliseconds() - started
+            let line = "Opened cache '\(name)': \(keys) keys in \(elapsed) ms"
+            if elapsed >= 1000 || keys >= 1_000_000 { logger.notice(line) } else { logger.verbose(line) }
             return (engine, nil)
         } catch {
             logger.warning("Cache '\(name)' is unavailable: \(error)")

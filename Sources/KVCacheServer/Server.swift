@@ -133,6 +133,9 @@ public final class Server {
     public func run() throws {
         logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
             + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
+        // db0 is every client's first cache: open it now, so a large file's
+        // progress shows at start-up, not on the first connection.
+        _ = try? registry.cache(named: "db0")
         while running {
             try epoll.wait(timeoutMilliseconds: backgroundWorkPending || !tlsReadAgain.isEmpty ? 0 : 100) { event in
                 self.handle(event)

@@ -198,7 +198,23 @@ final class CacheStore {
         let pages = try db.scalarInt("PRAGMA page_count") ?? 0
         guard pages > 0, free * 4 > pages else { return false }
         db.dropStatements()
+        let progress = configuration.onProgress
+        let path = self.path
+        let started = Date()
+        progress?("Vacuuming \(path): \(free) of \(pages) pages are free...")
+        if let progress {
+            var lastReport = started
+            db.setProgressHandler(every: 200_000) {
+                let now = Date()
+                guard now.timeIntervalSince(lastReport) >= 1 else { return }
+                lastReport = now
+                progress("Vacuuming \(path): \(Int(now.timeIntervalSince(started)))s so far")
+            }
+        }
+        defer { db.clearProgressHandler() }
         try db.execute("VACUUM")
+        let after = try db.scalarInt("PRAGMA page_count") ?? 0
+        progress?("Vacuumed \(path) in \(String(format: "%.2f", Date().timeIntervalSince(started)))s: \(pages) pages to \(after)")
         return true
     }
 

@@ -105,6 +105,28 @@ final class SQLiteConnection {
     var changes: Int { Int(sqlite3_changes(db)) }
     var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
 
+    /// A closure SQLite calls every `instructions` VM steps of a long
+    /// statement (VACUUM), until `clearProgressHandler`.
+    private final class ProgressBox {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    private var progressBox: ProgressBox?
+
+    func setProgressHandler(every instructions: Int32, _ body: @escaping () -> Void) {
+        let box = ProgressBox(body)
+        progressBox = box
+        sqlite3_progress_handler(db, instructions, { context in
+            Unmanaged<ProgressBox>.fromOpaque(context!).takeUnretainedValue().body()
+            return 0
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+
+    func clearProgressHandler() {
+        sqlite3_progress_handler(db, 0, nil, nil)
+        progressBox = nil
+    }
+
     /// Sets how long a call waits on a lock held by another connection.
     func setBusyTimeout(milliseconds: Int32) {
         sqlite3_busy_timeout(db, milliseconds)

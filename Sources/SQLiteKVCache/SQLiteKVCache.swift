@@ -23,6 +23,8 @@ public final class SQLiteKVCache: @unchecked Sendable {
         /// SQLite's `max_page_count` for the file (0: SQLite's default); a
         /// write past it fails as on a full disk.
         public var maxPageCount: Int = 0
+        /// Told, in words, how a long open (a VACUUM) is going, about once a second.
+        public var onProgress: (@Sendable (String) -> Void)?
         /// Told, in words, when a corrupted file was moved aside and replaced.
         public var onRecovery: (@Sendable (String) -> Void)?
 

@@ -97,3 +97,20 @@ def test_logfile_directive(fresh_server, tmp_path):
     text = logfile.read_text()
     assert "listening on" in text and "Opened cache 'somecache'" in text
     assert oct(os.stat(logfile).st_mode & 0o777) == oct(0o600)
+
+
+def test_startup_logs_progress_while_vacuuming_a_churned_cache(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1000\r\n%s\r\n" % (len(b"k%d" % i), i, b"x" * 1000)
+                    for i in range(3000)))
+    for _ in range(3000):
+        assert c.read_reply() == "OK"
+    for i in range(2900):
+        assert c.command("DEL", "k%d" % i) == 1
+    s.stop()
+    s.start()
+    log = s.log()
+    assert re.search(r"\* Vacuuming .*db0\.sqlite: \d+ of \d+ pages are free\.\.\.", log), log
+    assert re.search(r"\* Vacuumed .*db0\.sqlite in [\d.]+s: \d+ pages to \d+", log)
+    assert s.raw().command("GET", "k2999") == b"x" * 1000
