@@ -58,6 +58,9 @@ final class CacheStore {
         case corrupt(path: String, reason: String)
     }
 
+    /// Copies the WAL into the file off the owner's thread.
+    let checkpointer: Checkpointer
+
     /// The settings the store was opened with (to reopen it alike).
     let configuration: SQLiteKVCache.Configuration
 
@@ -70,6 +73,7 @@ final class CacheStore {
         self.clock = configuration.clock
         let pageCacheBytes = configuration.pageCacheBytes
         self.path = directory + "/" + handle + ".sqlite"
+        self.checkpointer = Checkpointer(path: directory + "/" + handle + ".sqlite", threshold: 1000)
 
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -96,6 +100,8 @@ final class CacheStore {
             try configure(pageCacheBytes: pageCacheBytes)
             try loadTotals()
             try vacuumIfFragmented()
+            let checkpointer = self.checkpointer
+            db.setWALHook { pages in checkpointer.walGrew(to: pages) }
             if policy == .lru { try ensureRecencyIndex() }
         } catch let failure as SQLiteFailure {
             db.close()
@@ -114,17 +120,14 @@ final class CacheStore {
 
     private func configure(pageCacheBytes: Int) throws {
         try db.execute("PRAGMA page_size=4096")
-        // One owner per file (the lock file): exclusive locking spares every
-        // transaction its fcntl locks, and WAL then needs no shared memory.
-        try db.execute("PRAGMA locking_mode=EXCLUSIVE")
         let mode = try db.scalarText("PRAGMA journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
             throw SQLiteKVCache.Error.databaseUnavailable(
                 reason: "\(path) refuses WAL journaling (journal_mode is \(mode ?? "unknown"))")
         }
         try db.execute("PRAGMA synchronous=NORMAL")
-        // Checkpoint (and fsync) every 16 MiB of WAL rather than every 4 MiB.
-        try db.execute("PRAGMA wal_autocheckpoint=4000")
+        // Checkpoints (and their fsync) run on a background connection (Checkpointer).
+        try db.execute("PRAGMA wal_autocheckpoint=0")
         try db.execute("PRAGMA cache_size=-\(max(1024, pageCacheBytes / 1024))")
         try db.execute("PRAGMA temp_store=MEMORY")
         if configuration.maxPageCount > 0 { try db.execute("PRAGMA max_page_count=\(configuration.maxPageCount)") }
@@ -227,6 +230,7 @@ final class CacheStore {
     func close() {
         if batchOpen { try? commitBatch() }
         try? flushTouchesInOwnTransaction()
+        checkpointer.stop()
         try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
         lock.release()

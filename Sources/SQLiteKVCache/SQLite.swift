@@ -29,6 +29,9 @@ private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.sel
 /// Not thread-safe: the engine guards it with its lock.
 final class SQLiteConnection {
     private let db: OpaquePointer
+    /// Objects C callbacks point at, kept alive as long as the connection.
+    var retainedHooks: [AnyObject] = []
+    var handle: OpaquePointer { db }
     private var statements: [String: SQLiteStatement] = [:]
 
     /// Opens (creating if missing) the database at `path`.

@@ -257,6 +257,8 @@ public final class SQLiteKVCache: @unchecked Sendable {
         public var tierMisses: Int
         public var tierBytes: Int
         public var tierEntries: Int
+        /// WAL checkpoints run on the background connection.
+        public var backgroundCheckpoints: Int
     }
 
     public func statistics() throws(Error) -> Statistics {
@@ -267,7 +269,8 @@ public final class SQLiteKVCache: @unchecked Sendable {
                               meanExpiresAt: t.volatile > 0 ? Int64(t.expiresSum / Double(t.volatile)) : 0,
                               evicted: store.evictedCount, expired: store.expiredCount,
                               tierHits: store.tier.hits, tierMisses: store.tier.misses,
-                              tierBytes: store.tier.bytes, tierEntries: store.tier.count)
+                              tierBytes: store.tier.bytes, tierEntries: store.tier.count,
+                              backgroundCheckpoints: store.checkpointer.completed.withLock { $0 })
         }
     }
 

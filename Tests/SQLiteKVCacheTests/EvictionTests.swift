@@ -167,15 +167,34 @@ struct ConcurrencyTests {
 
 @Suite("File format")
 struct FileFormatTests {
+    @Test func checkpointsRunInTheBackgroundAndTheWALIsEmptyAfterClose() throws {
+        let dir = TemporaryDirectory()
+        let c = SQLiteKVCache(handle: "ckpt", directory: dir.path, diskCapacity: 0)
+        // Enough committed pages to pass the 1000-page threshold several times.
+        for i in 0..<3000 {
+            try c.put(key: bytes("k\(i)"), storageDate: Date(), metadata: [], value: [UInt8](repeating: 1, count: 2000))
+        }
+        var checkpoints = 0
+        for _ in 0..<100 where checkpoints == 0 {
+            checkpoints = try c.statistics().backgroundCheckpoints
+            if checkpoints == 0 { usleep(20_000) }
+        }
+        #expect(checkpoints > 0, "the WAL passed 1000 pages: a background checkpoint ran")
+        c.close()
+        let wal = (try? FileManager.default.attributesOfItem(atPath: dir.file("ckpt.sqlite-wal"))[.size] as? Int) ?? 0
+        #expect(wal == 0)
+        #expect(RawDatabase(path: dir.file("ckpt.sqlite")).scalar("SELECT count(*) FROM entries") == "3000")
+    }
+
     let dir = TemporaryDirectory()
 
     @Test func walIsSeenFromASecondConnection() throws {
         let c = SQLiteKVCache(handle: "wal", directory: dir.path, diskCapacity: 0)
         try c.put(key: bytes("k"), storageDate: Date(), metadata: [], value: bytes("v"))
-        // While the engine owns the file it holds SQLite's exclusive lock: a
-        // second connection cannot read it.
+        // While the engine owns the file, a second connection reads it through the WAL.
         let during = RawDatabase(path: dir.file("wal.sqlite"))
-        #expect(during.scalar("SELECT count(*) FROM entries") == nil)
+        #expect(during.scalar("PRAGMA journal_mode") == "wal")
+        #expect(during.scalar("SELECT count(*) FROM entries") == "1")
         c.close()
         let after = RawDatabase(path: dir.file("wal.sqlite"))
         #expect(after.scalar("PRAGMA journal_mode") == "wal")

@@ -1,0 +1,81 @@
+import CSQLite
+import Dispatch
+import Foundation
+
+/// Copies a cache's WAL back into its file on a background thread, so the
+/// checkpoint (and its fsync) never holds up the thread that owns the
+/// cache. The owner's connection never checkpoints by itself
+/// (wal_autocheckpoint=0); a WAL hook on it calls `walGrew` after each
+/// commit, and past `threshold` pages a PASSIVE checkpoint runs on a
+/// second connection: it copies what no reader needs and never blocks the
+/// writer.
+final class Checkpointer: @unchecked Sendable {
+    /// One thread for every cache of the process: checkpoints are rare and
+    /// I/O-bound, and a queue keeps them from running two at once.
+    private static let queue = DispatchQueue(label: "kvcache.checkpoint", qos: .utility)
+
+    let path: String
+    let threshold: Int32
+    /// Touched on the queue only.
+    private var connection: SQLiteConnection?
+    /// Set on the owner's thread when a checkpoint is asked for, cleared on the queue when done.
+    private let inFlight = Locked(false)
+    /// Checkpoints run so far (for tests and INFO).
+    let completed = Locked(0)
+
+    init(path: String, threshold: Int32) {
+        self.path = path
+        self.threshold = threshold
+    }
+
+    /// Called after each commit with the WAL's size in pages.
+    func walGrew(to pages: Int32) {
+        guard pages >= threshold else { return }
+        let start = inFlight.withLock { busy -> Bool in
+            if busy { return false }
+            busy = true
+            return true
+        }
+        guard start else { return }
+        Self.queue.async { [self] in
+            defer { inFlight.withLock { $0 = false } }
+            do {
+                if connection == nil {
+                    connection = try SQLiteConnection(path: path)
+                    connection?.setBusyTimeout(milliseconds: 1000)
+                }
+                try connection?.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                completed.withLock { $0 += 1 }
+            } catch {
+                // The owner checkpoints at close; a failed background pass only delays it.
+                connection?.close()
+                connection = nil
+            }
+        }
+    }
+
+    /// Waits for a running checkpoint and closes the second connection.
+    func stop() {
+        Self.queue.sync {
+            connection?.close()
+            connection = nil
+        }
+    }
+}
+
+extension SQLiteConnection {
+    /// Calls `body` with the WAL's page count after each commit.
+    private final class WALHookBox {
+        let body: (Int32) -> Void
+        init(_ body: @escaping (Int32) -> Void) { self.body = body }
+    }
+
+    func setWALHook(_ body: @escaping (Int32) -> Void) {
+        let box = WALHookBox(body)
+        retainedHooks.append(box)
+        sqlite3_wal_hook(handle, { context, _, _, pages in
+            Unmanaged<WALHookBox>.fromOpaque(context!).takeUnretainedValue().body(pages)
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+}
