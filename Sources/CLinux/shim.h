@@ -11,6 +11,10 @@
 #include <signal.h>
 
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+// glibc 2.28+; declared here because it hides behind _GNU_SOURCE.
+extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+static const unsigned int kv_RENAME_EXCHANGE = (1 << 1);
+static const int kv_AT_FDCWD = -100;
 
 #ifndef SOCK_NONBLOCK
 #define SOCK_NONBLOCK 04000

@@ -1,4 +1,5 @@
 import Foundation
+import CLinux
 import RESP
 import SQLiteKVCache
 
@@ -195,34 +196,39 @@ final class CacheRegistry {
     }
 
     /// Swaps the files of two caches: both are closed (committed and
-    /// checkpointed), their files renamed, and both reopened, so every
-    /// client that selected one now sees the other's contents.
-    /// - Throws: `ReplyError` when a file cannot be renamed (nothing is lost:
-    ///   the renames are undone as far as possible).
+    /// checkpointed), their files exchanged in one atomic rename
+    /// (renameat2 RENAME_EXCHANGE, so a crash leaves either the old or the
+    /// new state), and both reopened: every client that selected one now
+    /// sees the other's contents.
+    /// - Throws: `ReplyError` when the files cannot be exchanged; then
+    ///   nothing has changed.
     func swap(_ a: OpenCache, _ b: OpenCache) throws(ReplyError) {
         a.closeEngine()
         b.closeEngine()
         let fm = FileManager.default
         let pathA = config.dir + "/" + a.name + ".sqlite"
         let pathB = config.dir + "/" + b.name + ".sqlite"
-        let temporary = config.dir + "/.swap-" + a.name + ".sqlite"
         // A clean close leaves no -wal/-shm; remove any left so they cannot pair with the wrong file.
         for path in [pathA, pathB] {
             try? fm.removeItem(atPath: path + "-wal")
             try? fm.removeItem(atPath: path + "-shm")
         }
         var failure: String?
-        if rename(pathA, temporary) != 0 && errno != ENOENT { failure = "\(pathA): \(String(cString: strerror(errno)))" }
-        if failure == nil, rename(pathB, pathA) != 0 && errno != ENOENT {
-            failure = "\(pathB): \(String(cString: strerror(errno)))"
-            _ = rename(temporary, pathA)
-        }
-        if failure == nil, rename(temporary, pathB) != 0 && errno != ENOENT {
-            failure = "\(temporary): \(String(cString: strerror(errno)))"
+        switch (fm.fileExists(atPath: pathA), fm.fileExists(atPath: pathB)) {
+        case (true, true):
+            if renameat2(kv_AT_FDCWD, pathA, kv_AT_FDCWD, pathB, kv_RENAME_EXCHANGE) != 0 {
+                failure = "\(pathA) and \(pathB): \(String(cString: strerror(errno)))"
+            }
+        case (true, false):
+            if rename(pathA, pathB) != 0 { failure = "\(pathA): \(String(cString: strerror(errno)))" }
+        case (false, true):
+            if rename(pathB, pathA) != 0 { failure = "\(pathB): \(String(cString: strerror(errno)))" }
+        case (false, false):
+            break
         }
         reopen(a)
         reopen(b)
-        if let failure { throw ReplyError("ERR SWAPDB could not rename \(failure)") }
+        if let failure { throw ReplyError("ERR SWAPDB could not exchange \(failure)") }
     }
 
     /// Opens every cache with a file in the directory (for FLUSHALL).

@@ -52,6 +52,9 @@ public final class Server {
     let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
+    /// Accepting is paused (descriptors ran out) until this time.
+    private var listenersPausedUntil: Int64?
+    private var lastAcceptWarning: Int64 = 0
     /// When the last commit was (`everysec`).
     private var lastCommit: Int64 = 0
     /// In `everysec` mode, a commit is forced when this many keys (or bytes)
@@ -77,7 +80,7 @@ public final class Server {
         self.logger = logger
         self.startedAt = Server.nowMilliseconds()
         SignalSource.ignoreBrokenPipe()
-        raiseDescriptorLimit(for: config.maxClients, logger: logger)
+        self.config.maxClients = fitDescriptorLimit(config, logger: logger)
         signals = try SignalSource(signals: [SIGTERM, SIGINT])
         epoll = try Epoll()
         umask(0o077)  // cache files, lock files and logs: owner only
@@ -195,7 +198,16 @@ public final class Server {
             do {
                 accepted = try Posix.accept(listener)
             } catch {
-                logger.warning("Accepting client connection: \(error)")
+                let now = Self.nowMilliseconds()
+                if now - lastAcceptWarning >= 1000 {
+                    lastAcceptWarning = now
+                    logger.warning("Accepting client connection: \(error)")
+                }
+                if error.errno == EMFILE || error.errno == ENFILE {
+                    // Out of descriptors: the listener stays readable, so stop
+                    // watching it for a moment instead of spinning on it.
+                    pauseListeners(until: now + 100)
+                }
                 return
             }
             guard case .done(let (fd, storage)) = accepted else { return }
@@ -255,6 +267,21 @@ public final class Server {
                 connection.tls = session
                 advanceHandshake(connection)
             }
+        }
+    }
+
+    /// Stops watching the listening sockets until `time` (cron resumes them).
+    private func pauseListeners(until time: Int64) {
+        guard listenersPausedUntil == nil else { return }
+        listenersPausedUntil = time
+        for listener in listeners { epoll.remove(listener.fd) }
+    }
+
+    private func resumeListenersIfDue(now: Int64) {
+        guard let until = listenersPausedUntil, now >= until else { return }
+        listenersPausedUntil = nil
+        for (index, listener) in listeners.enumerated() {
+            try? epoll.add(listener.fd, token: Self.listenerTokenBase | UInt64(index), interest: .readable)
         }
     }
 
@@ -715,6 +742,7 @@ public final class Server {
     }
 
     private func cron(now: Int64) {
+        resumeListenersIfDue(now: now)
         opsSamples.append((now, stats.totalCommandsProcessed))
         if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {
@@ -793,15 +821,25 @@ struct ServerStats {
 }
 
 /// Raises the soft descriptor limit so `maxclients` clients fit, as Redis does.
-private func raiseDescriptorLimit(for maxClients: Int, logger: Logger) {
+/// Raises the soft descriptor limit so `maxclients` clients and every cache
+/// file fit; when the hard limit is too low, lowers `maxclients` to what
+/// fits, as Redis does.
+/// - Returns: the maxclients that fits.
+private func fitDescriptorLimit(_ config: ServerConfig, logger: Logger) -> Int {
+    // Listeners, epoll, signalfd, logs, lock files, and three per cache file.
+    let reserved = 32 + 3 * config.maxCaches
     var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-    let wanted = rlim_t(maxClients + 64)
-    guard limit.rlim_cur < wanted else { return }
-    var raised = limit
-    raised.rlim_cur = min(wanted, limit.rlim_max)
-    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 || raised.rlim_cur < wanted {
-        logger.warning("You requested maxclients of \(maxClients) requiring at least \(wanted) max file descriptors, "
-            + "but the limit is \(raised.rlim_cur); clients past it will be refused.")
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxClients }
+    let wanted = rlim_t(config.maxClients + reserved)
+    if limit.rlim_cur < wanted {
+        var raised = limit
+        raised.rlim_cur = min(wanted, limit.rlim_max)
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
     }
+    guard limit.rlim_cur < wanted else { return config.maxClients }
+    let fitting = max(1, Int(limit.rlim_cur) - reserved)
+    logger.warning("You requested maxclients of \(config.maxClients) requiring at least \(wanted) max file descriptors. "
+        + "The limit is \(limit.rlim_cur): maxclients has been reduced to \(fitting) to compensate for low ulimit. "
+        + "If you need higher maxclients increase 'ulimit -n'.")
+    return fitting
 }

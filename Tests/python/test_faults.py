@@ -359,3 +359,46 @@ def test_config_get_reports_the_limits(fresh_server):
     assert c.command("CONFIG", "GET", "proto-max-bulk-len") == [b"proto-max-bulk-len", b"536870912"]
     reply = c.command("CONFIG", "GET", "client-output-buffer-limit")
     assert reply[1].startswith(b"normal 268435456 67108864 60")
+
+
+def test_low_descriptor_limit_lowers_maxclients_and_never_spins(fresh_server):
+    s = fresh_server(start=False)
+    original = s.command_line
+    s.command_line = lambda: ["prlimit", "--nofile=300:300"] + original() + ["--max-caches", "16"]
+    s.start()
+    assert "maxclients has been reduced to 220" in s.log()
+    assert s.raw().command("CONFIG", "GET", "maxclients") == [b"maxclients", b"220"]
+    socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(300)]
+    try:
+        pid = s.proc.pid
+        def cpu_seconds():
+            fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        before = cpu_seconds()
+        time.sleep(2)
+        assert cpu_seconds() - before < 0.5, "the server spins while clients wait past its limit"
+        assert s.log().count("Accepting client connection") < 10
+        refused = 0
+        for sock in socks:
+            try:
+                if sock.recv(100, socket.MSG_DONTWAIT).startswith(b"-ERR max number of clients reached"):
+                    refused += 1
+            except BlockingIOError:
+                pass
+        assert refused >= 300 - 220 - 2
+    finally:
+        for sock in socks:
+            sock.close()
+    assert s.raw().command("PING") == "PONG"
+
+
+def test_swapdb_leaves_no_temporary_files(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    assert c.command("SET", "in0", "a") == "OK"
+    assert c.command("SELECT", "1") == "OK"
+    assert c.command("SET", "in1", "b") == "OK"
+    assert c.command("SWAPDB", "0", "1") == "OK"
+    assert c.command("GET", "in0") == b"a"
+    assert sorted(f for f in os.listdir(s.data_dir()) if "sqlite" in f and not f.endswith(("-lock", "-wal", "-shm"))) \
+        == ["db0.sqlite", "db1.sqlite"]
