@@ -52,6 +52,8 @@ public final class Server {
     let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
+    /// Whether a client's write waits in the open batch (its reply waits for the commit).
+    private var clientWrotePending = false
     /// Accepting is paused (descriptors ran out) until this time.
     private var listenersPausedUntil: Int64?
     private var lastAcceptWarning: Int64 = 0
@@ -65,7 +67,9 @@ public final class Server {
     var activeExpire = true
     /// Set when the last sweep or eviction step left work: poll instead of sleeping.
     private var backgroundWorkPending = false
-    static let sweepBatch = 200
+    static let sweepBatch = 32
+    /// Time the expiry sweep may take per loop iteration.
+    static let sweepBudgetMicroseconds = 1000
     /// Milliseconds a client of the TLS port may take to finish its handshake.
     static let handshakeTimeout: Int64 = 10_000
 
@@ -473,6 +477,7 @@ public final class Server {
         if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
             slowlog.record(args, microseconds: elapsed, client: connection)
         }
+        if !touchedByCommand.isEmpty { clientWrotePending = true }
         if config.durability == .commit {
             for cache in touchedByCommand {
                 batchWrites.append((connection, start, connection.output.count, cache))
@@ -496,7 +501,16 @@ public final class Server {
                 || backlog.bytes >= Self.maxPendingBytes
             guard due else { return }
             lastCommit = now
+        } else if !clientWrotePending {
+            // Only the sweep (or eviction) wrote: nothing to acknowledge, and
+            // an expired key is as good as gone, so commit those at most every 100 ms.
+            let now = Self.nowMilliseconds()
+            guard now - lastCommit >= 100 else { return }
+            lastCommit = now
+        } else {
+            lastCommit = Self.nowMilliseconds()
         }
+        clientWrotePending = false
         commitBatches()
     }
 
@@ -717,10 +731,19 @@ public final class Server {
     /// mass expiry never stalls the loop; more left means poll again at once.
     func sweepExpired() {
         guard activeExpire else { return }
+        let deadline = Self.monotonicMicroseconds() + Self.sweepBudgetMicroseconds
         for cache in registry.open.values where cache.openError == nil {
             do {
+                guard try cache.engine.expiryDue() else { continue }
                 let engine = try writable(cache)
-                if try engine.removeExpired(limit: Self.sweepBatch) == Self.sweepBatch { backgroundWorkPending = true }
+                // Small steps until the iteration's budget is spent: a mass
+                // expiry spreads over iterations, between which clients are served.
+                while try engine.removeExpired(limit: Self.sweepBatch) == Self.sweepBatch {
+                    if Self.monotonicMicroseconds() >= deadline {
+                        backgroundWorkPending = true
+                        return
+                    }
+                }
             } catch {
                 logger.warning("Expiring keys in cache '\(cache.name)' failed: \(error)")
             }
@@ -826,8 +849,9 @@ struct ServerStats {
 /// fits, as Redis does.
 /// - Returns: the maxclients that fits.
 private func fitDescriptorLimit(_ config: ServerConfig, logger: Logger) -> Int {
-    // Listeners, epoll, signalfd, logs, lock files, and three per cache file.
-    let reserved = 32 + 3 * config.maxCaches
+    // Listeners, epoll, signalfd, logs, lock files, four per cache (file,
+    // WAL, shared memory, lock file) and three for a background checkpoint.
+    let reserved = 32 + 4 * config.maxCaches + 3
     var limit = rlimit()
     guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxClients }
     let wanted = rlim_t(config.maxClients + reserved)

@@ -39,17 +39,19 @@ final class Checkpointer: @unchecked Sendable {
         guard start else { return }
         Self.queue.async { [self] in
             defer { inFlight.withLock { $0 = false } }
+            // A connection per checkpoint: they are rare, and an idle one
+            // would hold three descriptors per cache.
+            defer {
+                connection?.close()
+                connection = nil
+            }
             do {
-                if connection == nil {
-                    connection = try SQLiteConnection(path: path)
-                    connection?.setBusyTimeout(milliseconds: 1000)
-                }
+                connection = try SQLiteConnection(path: path)
+                connection?.setBusyTimeout(milliseconds: 1000)
                 try connection?.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 completed.withLock { $0 += 1 }
             } catch {
                 // The owner checkpoints at close; a failed background pass only delays it.
-                connection?.close()
-                connection = nil
             }
         }
     }

@@ -210,6 +210,11 @@ public final class SQLiteKVCache: @unchecked Sendable {
         try withStore { store throws(Error) in try store.setExpiry(key: key, expiresAt: expiresAt) }
     }
 
+    /// True when some entry's expiry time has passed (cheap: no SQL).
+    public func expiryDue() throws(Error) -> Bool {
+        try withStore { store in store.totals.volatile > 0 && store.earliestExpiry <= store.nowMilliseconds() }
+    }
+
     /// Removes up to `limit` expired entries, soonest first, in O(log n) each.
     /// - Returns: how many went; fewer than `limit` means none is left due.
     public func removeExpired(limit: Int) throws(Error) -> Int {
