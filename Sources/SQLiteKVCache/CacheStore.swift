@@ -273,6 +273,7 @@ final class CacheStore {
         defer { stmt.reset() }
         _ = try stmt.step()
         try db.execute("COMMIT")
+        checkpointer.finishIfDue(on: db)
     }
 
     /// Rolls back whatever is open and reloads the totals it changed.

@@ -3,12 +3,20 @@ import Dispatch
 import Foundation
 
 /// Copies a cache's WAL back into its file on a background thread, so the
-/// checkpoint (and its fsync) never holds up the thread that owns the
-/// cache. The owner's connection never checkpoints by itself
+/// bulk of a checkpoint (copying pages, fsync) never holds up the thread
+/// that owns the cache. The owner's connection never checkpoints by itself
 /// (wal_autocheckpoint=0); a WAL hook on it calls `walGrew` after each
 /// commit, and past `threshold` pages a PASSIVE checkpoint runs on a
 /// second connection: it copies what no reader needs and never blocks the
 /// writer.
+///
+/// A background pass can never finish the job, though: the owner keeps
+/// appending while it runs, and SQLite rewinds the WAL only when a writer
+/// starts after a checkpoint that caught up completely. So once a pass is
+/// done, the owner runs a PASSIVE checkpoint of its own between
+/// transactions (`finishIfDue`): it copies only the frames appended
+/// meanwhile, and the next write transaction starts the WAL over. Without
+/// it the WAL grows without bound under steady writes.
 final class Checkpointer: @unchecked Sendable {
     /// One thread for every cache of the process: checkpoints are rare and
     /// I/O-bound, and a queue keeps them from running two at once.
@@ -22,6 +30,8 @@ final class Checkpointer: @unchecked Sendable {
     private let inFlight = Locked(false)
     /// Checkpoints run so far (for tests and INFO).
     let completed = Locked(0)
+    /// Set when a background pass ends: the owner should finish the checkpoint.
+    private let passEnded = Locked(false)
 
     init(path: String, threshold: Int32) {
         self.path = path
@@ -50,10 +60,18 @@ final class Checkpointer: @unchecked Sendable {
                 connection?.setBusyTimeout(milliseconds: 1000)
                 try connection?.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 completed.withLock { $0 += 1 }
+                passEnded.withLock { $0 = true }
             } catch {
                 // The owner checkpoints at close; a failed background pass only delays it.
             }
         }
+    }
+
+    /// On the owner's thread, between transactions: after a background pass,
+    /// checkpoints the few frames appended since, so the WAL can start over.
+    func finishIfDue(on owner: SQLiteConnection) {
+        guard passEnded.withLock({ ended in defer { ended = false }; return ended }) else { return }
+        try? owner.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }
 
     /// Waits for a running checkpoint and closes the second connection.

@@ -167,6 +167,26 @@ struct ConcurrencyTests {
 
 @Suite("File format")
 struct FileFormatTests {
+    @Test func theWALStaysBoundedUnderSteadyWrites() throws {
+        let dir = TemporaryDirectory()
+        let c = SQLiteKVCache(handle: "steady", directory: dir.path, diskCapacity: 0)
+        // About 120 MB through the WAL in 1000-put transactions, background
+        // checkpoints racing the writer all along.
+        let value = [UInt8](repeating: 7, count: 2000)
+        var largest = 0
+        for batch in 0..<60 {
+            try c.beginBatch()
+            for i in 0..<1000 { try c.put(key: bytes("k\((batch * 1000 + i) % 20_000)"), storageDate: Date(), metadata: [], value: value) }
+            try c.commitBatch()
+            let wal = (try? FileManager.default.attributesOfItem(atPath: dir.file("steady.sqlite-wal"))[.size] as? Int) ?? 0
+            largest = max(largest, wal)
+        }
+        #expect(try c.statistics().backgroundCheckpoints > 0)
+        // The WAL is rewound after each checkpoint: a few thresholds' worth at most.
+        #expect(largest < 40 << 20, "the WAL grew to \(largest) bytes")
+        c.close()
+    }
+
     @Test func checkpointsRunInTheBackgroundAndTheWALIsEmptyAfterClose() throws {
         let dir = TemporaryDirectory()
         let c = SQLiteKVCache(handle: "ckpt", directory: dir.path, diskCapacity: 0)
