@@ -128,6 +128,8 @@ final class CacheStore {
         try db.execute("PRAGMA synchronous=NORMAL")
         // Checkpoints (and their fsync) run on a background connection (Checkpointer).
         try db.execute("PRAGMA wal_autocheckpoint=0")
+        // When the WAL starts over, cut the file back to 16 MiB.
+        try db.execute("PRAGMA journal_size_limit=\(16 << 20)")
         try db.execute("PRAGMA cache_size=-\(max(1024, pageCacheBytes / 1024))")
         try db.execute("PRAGMA temp_store=MEMORY")
         if configuration.maxPageCount > 0 { try db.execute("PRAGMA max_page_count=\(configuration.maxPageCount)") }
