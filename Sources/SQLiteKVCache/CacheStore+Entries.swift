@@ -33,10 +33,9 @@ extension CacheStore {
     /// expired entry found here is deleted at once (lazy expiry, as Redis).
     func get(key: [UInt8]) throws(SQLiteKVCache.Error) -> SQLiteKVCache.Entry? {
         let digest = hasher.digest(key)
-        let now = nowMilliseconds()
         if let write = pending[digest] {
             guard case .put(let entry, _) = write else { return nil }
-            if isExpired(entry.expiresAt, now: now) {
+            if isExpired(entry.expiresAt, now: nowMilliseconds()) {
                 _ = try? deferDelete(digest)
                 return nil
             }
@@ -44,8 +43,8 @@ extension CacheStore {
             return entry
         }
         if let cached = tier.get(digest) {
-            if isExpired(cached.expiresAt, now: now) {
-                expireLazily(digest, now: now)
+            if let expiresAt = cached.expiresAt, expiresAt <= nowMilliseconds() {
+                expireLazily(digest, now: expiresAt)
                 return nil
             }
             if policy == .lru { touch(digest) }
@@ -53,18 +52,19 @@ extension CacheStore {
         }
         let found: SQLiteKVCache.Entry? = try read {
             let stmt = try db.statement(
-                "SELECT key, storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
+                "SELECT storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
-            let expiresAt: Int64? = stmt.isNull(4) ? nil : stmt.int64(4)
+            let expiresAt: Int64? = stmt.isNull(3) ? nil : stmt.int64(3)
+            // The key is the one asked for (its digest matched): no copy from SQLite.
             return SQLiteKVCache.Entry(
-                key: stmt.bytes(0), storageDate: Date(timeIntervalSince1970: stmt.double(1)),
-                metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt)
+                key: key, storageDate: Date(timeIntervalSince1970: stmt.double(0)),
+                metadata: stmt.bytes(1), value: stmt.bytes(2), expiresAt: expiresAt)
         }
         guard let entry = found else { return nil }
-        if isExpired(entry.expiresAt, now: now) {
-            expireLazily(digest, now: now)
+        if let expiresAt = entry.expiresAt, expiresAt <= nowMilliseconds() {
+            expireLazily(digest, now: expiresAt)
             return nil
         }
         tier.set(digest, entry)

@@ -32,7 +32,28 @@ final class SQLiteConnection {
     /// Objects C callbacks point at, kept alive as long as the connection.
     var retainedHooks: [AnyObject] = []
     var handle: OpaquePointer { db }
-    private var statements: [String: SQLiteStatement] = [:]
+    private var statements: [SQLKey: SQLiteStatement] = [:]
+
+    /// A statement cache key that hashes the SQL's length and its first and
+    /// last eight bytes: hashing all of a long SQL text on every call was a
+    /// visible share of a read. Equality still compares the whole text.
+    struct SQLKey: Hashable {
+        let sql: String
+
+        static func == (a: SQLKey, b: SQLKey) -> Bool { a.sql == b.sql }
+
+        func hash(into hasher: inout Hasher) {
+            var sql = self.sql
+            let sampled: UInt64? = sql.withUTF8 { bytes in
+                guard bytes.count >= 16, let base = bytes.baseAddress else { return nil }
+                let raw = UnsafeRawPointer(base)
+                let head = raw.loadUnaligned(as: UInt64.self)
+                let tail = raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self)
+                return head ^ (tail &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(bytes.count)
+            }
+            if let sampled { hasher.combine(sampled) } else { hasher.combine(self.sql) }
+        }
+    }
 
     /// Opens (creating if missing) the database at `path`.
     /// - Throws: `SQLiteFailure` when SQLite cannot open the file.
@@ -76,12 +97,12 @@ final class SQLiteConnection {
 
     /// Returns the prepared statement for `sql`, preparing it once and caching it.
     func statement(_ sql: String) throws -> SQLiteStatement {
-        if let cached = statements[sql] { return cached }
+        if let cached = statements[SQLKey(sql: sql)] { return cached }
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw failure(rc, sql: sql) }
         let statement = SQLiteStatement(stmt: stmt, connection: self, sql: sql)
-        statements[sql] = statement
+        statements[SQLKey(sql: sql)] = statement
         return statement
     }
 
