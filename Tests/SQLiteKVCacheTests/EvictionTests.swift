@@ -182,8 +182,9 @@ struct FileFormatTests {
             largest = max(largest, wal)
         }
         #expect(try c.statistics().backgroundCheckpoints > 0)
-        // The WAL is rewound after each checkpoint: a few thresholds' worth at most.
-        #expect(largest < 40 << 20, "the WAL grew to \(largest) bytes")
+        // The WAL is rewound after each checkpoint. Unbounded, it passed 400 MB
+        // here; bounded, it stays within what one slow background pass lets accumulate.
+        #expect(largest < 100 << 20, "the WAL grew to \(largest) bytes")
         c.close()
     }
 
