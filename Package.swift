@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "KVCacheClient", dependencies: ["RESP"], path: "Clients/KVCacheClient"),
         .target(name: "KVCacheClientEmbedded", dependencies: ["KVCacheClient", "SQLiteKVCache"],
                 path: "Clients/KVCacheClientEmbedded"),
-        // The Swift example (Clients/README.md), run by Tests/python/test_examples.py.
+        // The Swift example (README.md, "Clients and examples"), run by Tests/python/test_examples.py.
         .executableTarget(name: "SwiftExample", dependencies: ["KVCacheClient", "KVCacheClientEmbedded", "SQLiteKVCache"],
                           path: "Clients/examples/swift-example"),
 
