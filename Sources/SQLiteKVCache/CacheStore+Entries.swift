@@ -53,14 +53,15 @@ extension CacheStore {
         }
         let found: SQLiteKVCache.Entry? = try read {
             let stmt = try db.statement(
-                "SELECT key, storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
+                "SELECT key, storage_date, metadata, value, expires_at, kind FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
             let expiresAt: Int64? = stmt.isNull(4) ? nil : stmt.int64(4)
             return SQLiteKVCache.Entry(
                 key: stmt.bytes(0), storageDate: Date(timeIntervalSince1970: stmt.double(1)),
-                metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt)
+                metadata: stmt.bytes(2), value: stmt.bytes(3), expiresAt: expiresAt,
+                kind: ValueKind(rawValue: UInt8(truncatingIfNeeded: stmt.int64(5))) ?? .string)
         }
         guard let entry = found else { return nil }
         if isExpired(entry.expiresAt, now: now) {
@@ -147,8 +148,8 @@ extension CacheStore {
             }
             // A plain INSERT or UPDATE: the lookup above already knows which.
             let stmt = try db.statement(old == nil
-                ? "INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                : "UPDATE entries SET size = ?, storage_date = ?, seq = ?, expires_at = ?, key = ?, metadata = ?, value = ? WHERE digest = ?")
+                ? "INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                : "UPDATE entries SET size = ?, storage_date = ?, seq = ?, expires_at = ?, key = ?, metadata = ?, value = ?, kind = ? WHERE digest = ?")
             defer { stmt.reset() }
             bindRow(stmt, entry, seq: totals.takeSeq(), digest: digest)
             _ = try stmt.step()
