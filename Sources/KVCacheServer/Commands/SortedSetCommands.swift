@@ -65,7 +65,7 @@ func parseScore(_ bytes: [UInt8]) -> Double? {
 
 /// Parses a range bound as Redis's `zslParseRange`: `(` for exclusive, then
 /// `strtod` to the end (spaces first are allowed, "" is 0), no NaN.
-private func parseScoreBound(_ bytes: [UInt8]) -> (value: Double, exclusive: Bool)? {
+func parseScoreBound(_ bytes: [UInt8]) -> (value: Double, exclusive: Bool)? {
     var text = bytes[...]
     var exclusive = false
     if text.first == UInt8(ascii: "(") {
