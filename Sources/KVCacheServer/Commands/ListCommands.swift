@@ -184,15 +184,13 @@ private func ltrim(_ ctx: CommandContext) throws {
         return
     }
     var list = found
+    // Stored even when nothing was trimmed: Redis counts LTRIM as a change (WATCH sees it).
     if let range = normalizedRange(start, end, count: list.items.count) {
-        if range.count != list.items.count {
-            list.items = Array(list.items[range])
-            try ctx.store(ctx.args[1], list, old: old)
-        }
+        list.items = Array(list.items[range])
     } else {
         list.items.removeAll()
-        try ctx.store(ctx.args[1], list, old: old)
     }
+    try ctx.store(ctx.args[1], list, old: old)
     ctx.connection.replyOK()
 }
 
