@@ -603,6 +603,18 @@ def test_zrange_forms(c, args, expected):
     assert c.command("ZRANGE", "z", *args) == expected
 
 
+def test_lex_ranges_over_mixed_scores_walk_as_redis_does(c):
+    # Meant for members of one score; with mixed scores Redis walks from the
+    # first member past the min and stops at the first past the max.
+    c.command("ZADD", "z", "1", "c", "2", "a", "3", "d", "4", "b")
+    assert c.command("ZRANGE", "z", "[b", "[z", "BYLEX") == [b"c", b"a", b"d", b"b"]
+    assert c.command("ZRANGE", "z", "[b", "[c", "BYLEX") == [b"c", b"a"]
+    assert c.command("ZRANGE", "z", "[a", "[b", "BYLEX") == []       # the first member is past the max
+    assert c.command("ZRANGE", "z", "[c", "[b", "BYLEX", "REV") == [b"b", b"d"]
+    assert c.command("ZRANGE", "z", "[z", "[d", "BYLEX", "REV") == []  # the last member is below the min
+    assert c.command("ZRANGE", "z", "-", "+", "BYLEX", "LIMIT", "1", "2") == [b"a", b"d"]
+
+
 def test_zrange_errors(c):
     c.command("ZADD", "z", "1", "a")
     assert c.command("ZRANGE", "z", "0", "-1", "LIMIT", "0", "1") == (
@@ -687,6 +699,9 @@ def test_object_encoding_by_size(c):
     assert c.command("OBJECT", "ENCODING", "h") == b"listpack"
     c.command("HSET", "h", "g", "x" * 65)
     assert c.command("OBJECT", "ENCODING", "h") == b"hashtable"
+    c.command("HSET", "h3", "f", "1")
+    c.command("HINCRBYFLOAT", "h3", "g" * 65, "1")                 # HINCRBY* check the field too
+    assert c.command("OBJECT", "ENCODING", "h3") == b"hashtable"
     for i in range(512):
         c.command("HSET", "h2", "f%d" % i, "v")
     assert c.command("OBJECT", "ENCODING", "h2") == b"listpack"

@@ -127,7 +127,7 @@ private func hincrby(_ ctx: CommandContext) throws {
     guard !overflow else { throw ReplyError.overflow }
     let text = Array(String(result).utf8)
     hash.set(field, text)
-    hash.noteWrite([], limits: ctx.limits)  // as Redis's hashTypeSet: only the field count is checked
+    hash.noteWrite([field, text], limits: ctx.limits)
     try ctx.store(key, hash, old: found?.1)
     ctx.connection.replyInteger(result)
 }
@@ -147,7 +147,7 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     guard result.isFinite else { throw ReplyError("ERR increment would produce NaN or Infinity") }
     let text = formatLongDouble(result)
     hash.set(field, text)
-    hash.noteWrite([], limits: ctx.limits)  // as Redis's hashTypeSet: only the field count is checked
+    hash.noteWrite([field, text], limits: ctx.limits)
     try ctx.store(key, hash, old: found?.1)
     ctx.connection.replyBulk(text)
 }

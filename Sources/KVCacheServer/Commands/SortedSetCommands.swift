@@ -370,13 +370,35 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
             ctx.connection.replyArrayHeader(0)
             return
         }
-        if !range.isEmpty && !(offset > 0 && offset >= zset.count) {
-            let order: [Int] = descending ? Array(zset.members.indices.reversed()) : Array(zset.members.indices)
-            let matching = order.filter { range.aboveMin(zset.members[$0]) && range.belowMax(zset.members[$0]) }
-            indices = window(matching, offset: offset, limit: limit)
-        }
+        if !(offset > 0 && offset >= zset.count) { indices = lexRange(zset.members, range, descending, offset, limit) }
         reply(ctx, zset, indices, withScores: false)
     }
+}
+
+/// The ranks a lexicographical range selects, walked as Redis walks a
+/// listpack (`zzlFirstInLexRange` and on): meant for members of one score,
+/// it gives Redis's answer for mixed scores too. The range holds when the
+/// last member is above its min and the first below its max; the walk starts
+/// at the first member above the min (from the tail: below the max), skips
+/// `offset` members, and stops at the first one past the other end.
+private func lexRange(_ members: [[UInt8]], _ range: LexRange, _ descending: Bool, _ offset: Int, _ limit: Int) -> [Int] {
+    guard let first = members.first, let last = members.last, !range.isEmpty,
+          range.aboveMin(last), range.belowMax(first) else { return [] }
+    let order: [Int] = descending ? Array(members.indices.reversed()) : Array(members.indices)
+    guard let start = order.firstIndex(where: { descending ? range.belowMax(members[$0]) : range.aboveMin(members[$0]) }),
+          descending ? range.aboveMin(members[order[start]]) : range.belowMax(members[order[start]]),
+          offset >= 0 else { return [] }
+    var result: [Int] = []
+    var i = start + offset
+    var left = limit
+    while i < order.count && left != 0 {
+        let member = members[order[i]]
+        guard descending ? range.aboveMin(member) : range.belowMax(member) else { break }
+        result.append(order[i])
+        i += 1
+        left -= 1
+    }
+    return result
 }
 
 /// LIMIT offset count over matches: a negative offset leaves nothing, a
