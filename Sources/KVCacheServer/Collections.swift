@@ -8,9 +8,10 @@ import SQLiteKVCache
 // inside the loop iteration's transaction.
 //
 // The encoding: one flags byte, the element count as a LEB128 varint, then
-// the elements, each a varint length and its bytes (a hash: field then
-// value; a sorted set: member then its score as 8 little-endian bytes of
-// an IEEE double, in score order). Flag bit 0 records that the collection
+// the elements, each a varint length and its bytes (a list's element is
+// followed by its length again, the varint's bytes reversed, so a list
+// reads from its tail too; a hash: field then value; a sorted set: member
+// then its score as 8 little-endian bytes of an IEEE double, in score order). Flag bit 0 records that the collection
 // has taken Redis's large encoding (hashtable, skiplist), which in Redis
 // 7.0 is never undone, so OBJECT ENCODING answers as Redis would.
 
@@ -44,6 +45,15 @@ enum CollectionCodec {
     static func appendElement(_ bytes: [UInt8], to out: inout [UInt8]) {
         appendVarint(bytes.count, to: &out)
         out.append(contentsOf: bytes)
+    }
+
+    /// A list element: length, bytes, then the length's varint reversed.
+    static func appendListElement(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let start = out.count
+        appendVarint(bytes.count, to: &out)
+        let prefix = out[start...].reversed()
+        out.append(contentsOf: bytes)
+        out.append(contentsOf: prefix)
     }
 
     static func appendDouble(_ value: Double, to out: inout [UInt8]) {
@@ -99,6 +109,32 @@ struct ByteReader {
         try take(try varint())
     }
 
+    /// A list element, checking the trailing length against the leading one.
+    mutating func listElement() throws(ReplyError) -> [UInt8] {
+        let start = index
+        let element = try element()
+        let prefixLength = index - element.count - start
+        guard try take(prefixLength) == Array(bytes[start..<start + prefixLength].reversed()) else { throw .corruptValue }
+        return element
+    }
+
+    /// Reads backwards the list element that ends at `end`.
+    /// - Returns: the range of its bytes and where its encoding starts.
+    func listElement(endingAt end: Int) throws(ReplyError) -> (payload: Range<Int>, start: Int) {
+        var result = 0, shift = 0, i = end
+        while true {
+            guard i > 0, shift < 63 else { throw .corruptValue }
+            i -= 1
+            let b = bytes[i]
+            result |= Int(b & 0x7f) << shift
+            if b & 0x80 == 0 { break }
+            shift += 7
+        }
+        let prefixLength = end - i
+        guard result <= i - prefixLength else { throw .corruptValue }
+        return ((i - result)..<i, i - result - prefixLength)
+    }
+
     mutating func double() throws(ReplyError) -> Double {
         let raw = try take(8)
         var bits: UInt64 = 0
@@ -115,6 +151,72 @@ struct ByteReader {
     }
 }
 
+/// An encoded collection read in place, without copying its elements: the
+/// count, and where each element's bytes lie. For the commands that touch
+/// a few elements of a long collection (a push, a pop, an index, a range,
+/// a count), so they cost a walk and a copy of bytes, not one array per element.
+struct EncodedLayout {
+    let bytes: [UInt8]
+    let large: Bool
+    let count: Int
+    /// Where the first element starts.
+    let body: Int
+
+    /// Reads the header only.
+    init(_ bytes: [UInt8]) throws(ReplyError) {
+        var reader = ByteReader(bytes)
+        let (large, count) = try reader.header()
+        self.bytes = bytes
+        self.large = large
+        self.count = count
+        self.body = reader.index
+    }
+
+    /// The start of each list element's encoding and the range of its
+    /// bytes, for the first `limit` elements.
+    func listElements(limit: Int = .max) throws(ReplyError) -> (starts: [Int], payloads: [Range<Int>]) {
+        var reader = ByteReader(bytes)
+        reader.index = body
+        let n = min(count, limit)
+        var starts: [Int] = [], payloads: [Range<Int>] = []
+        starts.reserveCapacity(n)
+        payloads.reserveCapacity(n)
+        for _ in 0..<n {
+            let start = reader.index
+            starts.append(start)
+            let length = try reader.varint()
+            let prefixLength = reader.index - start
+            guard length <= bytes.count - reader.index - prefixLength else { throw .corruptValue }
+            payloads.append(reader.index..<reader.index + length)
+            reader.index += length + prefixLength
+        }
+        if n == count && reader.index != bytes.count { throw .corruptValue }
+        return (starts, payloads)
+    }
+
+    /// The last `n` list elements, last first: their byte ranges, and where
+    /// the earliest of them starts.
+    func lastListElements(_ n: Int) throws(ReplyError) -> (payloads: [Range<Int>], start: Int) {
+        let reader = ByteReader(bytes)
+        var end = bytes.count
+        var payloads: [Range<Int>] = []
+        for _ in 0..<min(n, count) {
+            let (payload, start) = try reader.listElement(endingAt: end)
+            guard start >= body else { throw .corruptValue }
+            payloads.append(payload)
+            end = start
+        }
+        return (payloads, end)
+    }
+
+    /// The encoding of `count` elements whose encoded bytes are `parts`, in order.
+    static func assemble(large: Bool, count: Int, _ parts: [ArraySlice<UInt8>]) -> [UInt8] {
+        var out = CollectionCodec.header(large: large, count: count, capacity: parts.reduce(0) { $0 + $1.count })
+        for part in parts { out.append(contentsOf: part) }
+        return out
+    }
+}
+
 // MARK: Lists
 
 /// A list: its elements in order. Redis 7.0 keeps every list as a quicklist.
@@ -127,13 +229,13 @@ struct ListValue {
         var reader = ByteReader(bytes)
         let (_, count) = try reader.header()
         items.reserveCapacity(count)
-        for _ in 0..<count { items.append(try reader.element()) }
+        for _ in 0..<count { items.append(try reader.listElement()) }
         guard reader.atEnd else { throw .corruptValue }
     }
 
     func encoded() -> [UInt8] {
-        var out = CollectionCodec.header(large: false, count: items.count, capacity: items.reduce(0) { $0 + $1.count + 2 })
-        for item in items { CollectionCodec.appendElement(item, to: &out) }
+        var out = CollectionCodec.header(large: false, count: items.count, capacity: items.reduce(0) { $0 + $1.count + 4 })
+        for item in items { CollectionCodec.appendListElement(item, to: &out) }
         return out
     }
 
@@ -463,6 +565,12 @@ extension CommandContext {
         try server.writable(cache).put(SQLiteKVCache.Entry(
             key: key, storageDate: Date(), metadata: old?.metadata ?? [], value: bytes,
             expiresAt: old?.expiresAt, kind: kind))
+    }
+
+    /// The element count of the collection of `kind` at `key` (0 when absent), read from its header.
+    func collectionCount(_ key: [UInt8], of kind: ValueKind) throws -> Int {
+        guard let entry = try entry(key, of: kind, read: true) else { return 0 }
+        return try EncodedLayout(entry.value).count
     }
 
     func list(_ key: [UInt8], read: Bool = false) throws -> (ListValue, SQLiteKVCache.Entry)? {

@@ -332,6 +332,25 @@ def test_lpos(c):
     assert c.command("LPOS", "l", "b", "BOGUS") == SYNTAX
 
 
+def test_long_lists_read_from_both_ends(c):
+    # Elements of many sizes (lengths past one and two bytes of length prefix).
+    items = [(b"%d:" % i) + b"x" * (i * 37 % 400) for i in range(300)]
+    for i in range(0, 300, 50):
+        assert c.command("RPUSH", "l", *items[i:i + 50]) == i + 50
+    assert c.command("LRANGE", "l", "0", "-1") == items
+    assert c.command("LRANGE", "l", "-5", "-2") == items[-5:-1]
+    assert c.command("LRANGE", "l", "140", "160") == items[140:161]
+    assert [c.command("LINDEX", "l", str(i)) for i in (0, 149, 150, 299, -1, -300)] == \
+        [items[0], items[149], items[150], items[299], items[-1], items[0]]
+    assert c.command("RPOP", "l", "3") == items[-1:-4:-1]
+    assert c.command("LPOP", "l", "3") == items[:3]
+    assert c.command("RPOP", "l") == items[-4]
+    assert c.command("LPUSH", "l", "head") == 294
+    assert c.command("LRANGE", "l", "0", "-1") == [b"head"] + items[3:-4]
+    assert c.command("LPOP", "l", "1000") == [b"head"] + items[3:-4]
+    assert c.command("EXISTS", "l") == 0
+
+
 def test_list_binary_elements(c):
     c.command("RPUSH", "l", b"\x00\r\n", b"", "12")
     assert c.command("LRANGE", "l", "0", "-1") == [b"\x00\r\n", b"", b"12"]

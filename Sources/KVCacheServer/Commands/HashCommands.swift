@@ -101,7 +101,7 @@ private func hdel(_ ctx: CommandContext) throws {
 }
 
 private func hlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.hash(ctx.args[1], read: true)?.0.count ?? 0)
+    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .hash))
 }
 
 private func hexists(_ ctx: CommandContext) throws {

@@ -51,23 +51,25 @@ func normalizedRange(_ start: Int, _ end: Int, count: Int) -> ClosedRange<Int>? 
     return start...end
 }
 
-/// LPUSH/RPUSH/LPUSHX/RPUSHX key element [element ...]
+/// LPUSH/RPUSH/LPUSHX/RPUSHX key element [element ...]: the new elements'
+/// encoding is joined to the old bytes, which are never decoded.
 private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws {
     let key = ctx.args[1]
-    let found = try ctx.list(key)
-    if found == nil && onlyIfExists {
+    let old = try ctx.entry(key, of: .list)
+    if old == nil && onlyIfExists {
         ctx.connection.replyInteger(0)
         return
     }
-    var list = found?.0 ?? ListValue()
-    let elements = ctx.args[2...]
-    if head {
-        list.items.insert(contentsOf: elements.reversed(), at: 0)
-    } else {
-        list.items.append(contentsOf: elements)
+    let layout = try old.map { try EncodedLayout($0.value) }
+    var added: [UInt8] = []
+    for element in head ? Array(ctx.args[2...].reversed()) : Array(ctx.args[2...]) {
+        CollectionCodec.appendListElement(element, to: &added)
     }
-    try ctx.store(key, list, old: found?.1)
-    ctx.connection.replyInteger(list.items.count)
+    let existing = layout.map { $0.bytes[$0.body...] } ?? []
+    let count = (layout?.count ?? 0) + ctx.args.count - 2
+    let bytes = EncodedLayout.assemble(large: false, count: count, head ? [added[...], existing] : [existing, added[...]])
+    try ctx.storeCollection(key, kind: .list, bytes, isEmpty: false, old: old)
+    ctx.connection.replyInteger(count)
 }
 
 /// LPOP/RPOP key [count]
@@ -82,46 +84,59 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
         count = Int(value)
     }
     let key = ctx.args[1]
-    guard let (found, old) = try ctx.list(key) else {
+    guard let old = try ctx.entry(key, of: .list) else {
         if count != nil { ctx.connection.replyNullArray() } else { ctx.connection.replyNull() }
-        return
-    }
-    var list = found
-    guard let count else {
-        let value = head ? list.items.removeFirst() : list.items.removeLast()
-        try ctx.store(key, list, old: old)
-        ctx.connection.replyBulk(value)
         return
     }
     if count == 0 {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    let n = min(count, list.items.count)
+    // Only the popped elements are read, from their end; the rest is copied as bytes.
+    let layout = try EncodedLayout(old.value)
+    let n = min(count ?? 1, layout.count)
+    let bytes = layout.bytes
     let taken: [[UInt8]]
+    let rest: ArraySlice<UInt8>
     if head {
-        taken = Array(list.items.prefix(n))
-        list.items.removeFirst(n)
+        let (starts, payloads) = try layout.listElements(limit: n + 1)
+        taken = payloads.prefix(n).map { Array(bytes[$0]) }
+        rest = n < layout.count ? bytes[starts[n]...] : []
     } else {
-        taken = list.items.suffix(n).reversed()
-        list.items.removeLast(n)
+        let (payloads, start) = try layout.lastListElements(n)
+        taken = payloads.map { Array(bytes[$0]) }
+        rest = bytes[layout.body..<start]
     }
-    try ctx.store(key, list, old: old)
-    ctx.connection.replyBulkArray(taken)
+    let remaining = layout.count - n
+    try ctx.storeCollection(key, kind: .list, EncodedLayout.assemble(large: false, count: remaining, [rest]),
+                            isEmpty: remaining == 0, old: old)
+    if count == nil { ctx.connection.replyBulk(taken[0]) } else { ctx.connection.replyBulkArray(taken) }
 }
 
 private func lrange(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
-    guard let (list, _) = try ctx.list(ctx.args[1], read: true),
-          let range = normalizedRange(start, end, count: list.items.count) else {
+    guard let entry = try ctx.entry(ctx.args[1], of: .list, read: true) else {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    ctx.connection.replyBulkArray(Array(list.items[range]))
+    let layout = try EncodedLayout(entry.value)
+    guard let range = normalizedRange(start, end, count: layout.count) else {
+        ctx.connection.replyArrayHeader(0)
+        return
+    }
+    ctx.connection.replyArrayHeader(range.count)
+    if range.lowerBound >= layout.count / 2 {
+        // Near the tail: read from there.
+        let fromTail = try layout.lastListElements(layout.count - range.lowerBound).payloads
+        for i in range { ctx.connection.replyBulk(layout.bytes[fromTail[layout.count - 1 - i]]) }
+    } else {
+        let payloads = try layout.listElements(limit: range.upperBound + 1).payloads
+        for i in range { ctx.connection.replyBulk(layout.bytes[payloads[i]]) }
+    }
 }
 
 private func llen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.list(ctx.args[1], read: true)?.0.items.count ?? 0)
+    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .list))
 }
 
 /// An index into `count` elements, negative from the end; nil when out of range.
@@ -131,12 +146,20 @@ private func position(_ index: Int, count: Int) -> Int? {
 }
 
 private func lindex(_ ctx: CommandContext) throws {
-    guard let (list, _) = try ctx.list(ctx.args[1], read: true) else {
+    guard let entry = try ctx.entry(ctx.args[1], of: .list, read: true) else {
         ctx.connection.replyNull()
         return
     }
     let index = try long(ctx, 2)
-    ctx.connection.replyOptionalBulk(position(index, count: list.items.count).map { list.items[$0] })
+    let layout = try EncodedLayout(entry.value)
+    guard let at = position(index, count: layout.count) else {
+        ctx.connection.replyNull()
+        return
+    }
+    let payload = at >= layout.count / 2
+        ? try layout.lastListElements(layout.count - at).payloads.last!
+        : try layout.listElements(limit: at + 1).payloads[at]
+    ctx.connection.replyBulk(layout.bytes[payload])
 }
 
 private func lset(_ ctx: CommandContext) throws {

@@ -71,7 +71,7 @@ private func smismember(_ ctx: CommandContext) throws {
 }
 
 private func scard(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.set(ctx.args[1], read: true)?.0.count ?? 0)
+    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .set))
 }
 
 /// `count` distinct members at random (all of them, in order, when count covers the set).

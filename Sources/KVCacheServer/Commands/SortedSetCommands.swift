@@ -201,7 +201,7 @@ private func zmscore(_ ctx: CommandContext) throws {
 }
 
 private func zcard(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.zset(ctx.args[1], read: true)?.0.count ?? 0)
+    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .zset))
 }
 
 private func zrem(_ ctx: CommandContext) throws {
