@@ -761,6 +761,40 @@ def test_encoding_thresholds_follow_config_set(c):
         c.command("CONFIG", "SET", "hash-max-listpack-entries", "512", "set-max-intset-entries", "512")
 
 
+def test_writes_to_large_sets_and_hashes(c):
+    c.command("SADD", "s", *["m%d" % i for i in range(600)])
+    assert c.command("OBJECT", "ENCODING", "s") == b"hashtable"
+    assert c.command("SADD", "s", "m1", "new", "new", "m599", "other") == 2
+    assert c.command("SCARD", "s") == 602
+    assert c.command("SMISMEMBER", "s", "new", "other", "m0", "m600") == [1, 1, 1, 0]
+    c.command("HSET", "h", *[x for i in range(600) for x in ("f%d" % i, "v%d" % i)])
+    assert c.command("OBJECT", "ENCODING", "h") == b"hashtable"
+    assert c.command("HSET", "h", "f1", "one", "new", "a", "f2", "two", "new", "b", "f1", "uno") == 1
+    assert c.command("HMGET", "h", "f1", "f2", "new", "f3", "nope") == [b"uno", b"two", b"b", b"v3", None]
+    assert c.command("HLEN", "h") == 601
+    assert c.command("HMSET", "h", "f599", "last") == "OK"
+    assert c.command("HGET", "h", "f599") == b"last"
+    assert c.command("HSTRLEN", "h", "f599") == 4
+    all_pairs = c.command("HGETALL", "h")
+    assert len(all_pairs) == 1202 and dict(zip(all_pairs[::2], all_pairs[1::2]))[b"f0"] == b"v0"
+
+
+def test_sorted_set_built_one_member_at_a_time_stays_in_order(c):
+    expected = {}
+    for i in range(300):
+        member, score = "m%d" % (i * 7 % 150), str((i * 13) % 17 - 8)
+        c.command("ZADD", "z", score, member)
+        expected[member] = float(score)
+    c.command("ZINCRBY", "z", "100", "m3")
+    expected["m3"] += 100
+    c.command("ZADD", "z", "GT", "CH", "-100", "m4")
+    flat = c.command("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    got = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+    assert got == sorted(((m.encode(), s) for m, s in expected.items()), key=lambda p: (p[1], p[0]))
+    assert c.command("OBJECT", "ENCODING", "z") == b"skiplist"
+    assert c.command("ZRANK", "z", "m3") == 149
+
+
 # ---------------------------------------------------------------------------
 # Keys holding collections: expiry, SCAN, RENAME, COPY, MOVE, transactions
 # ---------------------------------------------------------------------------

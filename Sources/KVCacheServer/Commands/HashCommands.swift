@@ -37,7 +37,44 @@ let hashCommands: [Command] = [
 private func hset(_ ctx: CommandContext, okReply: Bool) throws {
     guard ctx.args.count % 2 == 0 else { throw ReplyError.wrongArity(ctx.commandName) }
     let key = ctx.args[1]
-    let found = try ctx.hash(key)
+    let old = try ctx.entry(key, of: .hash)
+    if let old, try EncodedLayout(old.value).large {
+        // A hashtable hash: values replaced and fields appended on its bytes, without decoding it.
+        let hash = try EncodedLookup(old.value, kind: .hash)
+        var replaced: [Int: [UInt8]] = [:]
+        var added: [[UInt8]] = [], addedValues: [[UInt8]] = []
+        var addedAt: [[UInt8]: Int] = [:]
+        for i in stride(from: 2, to: ctx.args.count, by: 2) {
+            let (field, value) = (ctx.args[i], ctx.args[i + 1])
+            if let at = hash.find(field) {
+                replaced[at] = value
+            } else if let at = addedAt[field] {
+                addedValues[at] = value
+            } else {
+                addedAt[field] = added.count
+                added.append(field)
+                addedValues.append(value)
+            }
+        }
+        var bytes = CollectionCodec.header(large: true, count: hash.count + added.count, capacity: old.value.count)
+        if replaced.isEmpty {
+            bytes.append(contentsOf: hash.body)
+        } else {
+            for i in 0..<hash.count {
+                let (field, value) = hash.pair(i)
+                CollectionCodec.appendElement(field, to: &bytes)
+                if let new = replaced[i] { CollectionCodec.appendElement(new, to: &bytes) } else { CollectionCodec.appendElement(value, to: &bytes) }
+            }
+        }
+        for i in added.indices {
+            CollectionCodec.appendElement(added[i], to: &bytes)
+            CollectionCodec.appendElement(addedValues[i], to: &bytes)
+        }
+        try ctx.storeCollection(key, kind: .hash, bytes, isEmpty: false, old: old)
+        if okReply { ctx.connection.replyOK() } else { ctx.connection.replyInteger(added.count) }
+        return
+    }
+    let found = try old.map { (try HashValue(decoding: $0.value), $0) }
     var hash = found?.0 ?? HashValue()
     var created = 0
     for i in stride(from: 2, to: ctx.args.count, by: 2) where hash.set(ctx.args[i], ctx.args[i + 1]) { created += 1 }
@@ -61,13 +98,19 @@ private func hsetnx(_ ctx: CommandContext) throws {
 }
 
 private func hget(_ ctx: CommandContext) throws {
-    ctx.connection.replyOptionalBulk(try ctx.hash(ctx.args[1], read: true)?.0[ctx.args[2]])
+    if let value = try ctx.lookupIn(ctx.args[1], of: .hash)?.value(ctx.args[2]) {
+        ctx.connection.replyBulk(value)
+    } else {
+        ctx.connection.replyNull()
+    }
 }
 
 private func hmget(_ ctx: CommandContext) throws {
-    let hash = try ctx.hash(ctx.args[1], read: true)?.0
+    let hash = try ctx.lookupIn(ctx.args[1], of: .hash)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
-    for field in ctx.args[2...] { ctx.connection.replyOptionalBulk(hash?[field]) }
+    for field in ctx.args[2...] {
+        if let value = hash?.value(field) { ctx.connection.replyBulk(value) } else { ctx.connection.replyNull() }
+    }
 }
 
 /// HGETALL (a map in RESP3), HKEYS and HVALS (arrays).
@@ -105,12 +148,12 @@ private func hlen(_ ctx: CommandContext) throws {
 }
 
 private func hexists(_ ctx: CommandContext) throws {
-    let hash = try ctx.hash(ctx.args[1], read: true)?.0
-    ctx.connection.replyInteger(hash?[ctx.args[2]] != nil ? 1 : 0)
+    let hash = try ctx.lookupIn(ctx.args[1], of: .hash)
+    ctx.connection.replyInteger(hash?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func hstrlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.hash(ctx.args[1], read: true)?.0[ctx.args[2]]?.count ?? 0)
+    ctx.connection.replyInteger(try ctx.lookupIn(ctx.args[1], of: .hash)?.value(ctx.args[2])?.count ?? 0)
 }
 
 private func hincrby(_ ctx: CommandContext) throws {

@@ -25,7 +25,23 @@ let setCommands: [Command] = [
 
 private func sadd(_ ctx: CommandContext) throws {
     let key = ctx.args[1]
-    let found = try ctx.set(key)
+    let old = try ctx.entry(key, of: .set)
+    if let old, try EncodedLayout(old.value).large {
+        // A hashtable set keeps insertion order: new members are appended to its bytes.
+        let set = try EncodedLookup(old.value, kind: .set)
+        var added: [[UInt8]] = []
+        var seen = Set<[UInt8]>()
+        for member in ctx.args[2...] where !set.contains(member) && seen.insert(member).inserted { added.append(member) }
+        if !added.isEmpty {
+            var bytes = CollectionCodec.header(large: true, count: set.count + added.count, capacity: old.value.count)
+            bytes.append(contentsOf: set.body)
+            for member in added { CollectionCodec.appendElement(member, to: &bytes) }
+            try ctx.storeCollection(key, kind: .set, bytes, isEmpty: false, old: old)
+        }
+        ctx.connection.replyInteger(added.count)
+        return
+    }
+    let found = try old.map { (try SetValue(decoding: $0.value), $0) }
     var set = found?.0 ?? SetValue()
     var added = 0
     for member in ctx.args[2...] where set.add(member, limits: ctx.limits) { added += 1 }
@@ -60,12 +76,12 @@ private func smembers(_ ctx: CommandContext) throws {
 }
 
 private func sismember(_ ctx: CommandContext) throws {
-    let set = try ctx.set(ctx.args[1], read: true)?.0
+    let set = try ctx.lookupIn(ctx.args[1], of: .set)
     ctx.connection.replyInteger(set?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func smismember(_ ctx: CommandContext) throws {
-    let set = try ctx.set(ctx.args[1], read: true)?.0
+    let set = try ctx.lookupIn(ctx.args[1], of: .set)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] { ctx.connection.replyInteger(set?.contains(member) == true ? 1 : 0) }
 }

@@ -139,53 +139,86 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
         scores.append(score)
     }
     let key = ctx.args[1]
-    let found = try ctx.zset(key)
-    if found == nil && xx {
+    let old = try ctx.entry(key, of: .zset)
+    if old == nil && xx {
         if incr { ctx.connection.replyNull() } else { ctx.connection.replyInteger(0) }
         return
     }
-    var zset = found?.0 ?? ZSetValue()
+    let pairs = (0..<elements).map { (score: scores[$0], member: ctx.args[scoreIndex + 2 * $0 + 1]) }
+    let outcome: ZAddOutcome
+    // A few members into an existing sorted set: edit its bytes; otherwise decode it.
+    if let old, elements <= 8 {
+        var zset = try EncodedZSet(old.value)
+        outcome = try apply(pairs, to: &zset, nx: nx, xx: xx, gt: gt, lt: lt, incr: incr, limits: ctx.limits)
+        if outcome.added > 0 || outcome.updated > 0 {
+            try ctx.storeCollection(key, kind: .zset, zset.bytes, isEmpty: false, old: old)
+        }
+    } else {
+        var zset = try old.map { try ZSetValue(decoding: $0.value) } ?? ZSetValue()
+        outcome = try apply(pairs, to: &zset, nx: nx, xx: xx, gt: gt, lt: lt, incr: incr, limits: ctx.limits)
+        if outcome.added > 0 || outcome.updated > 0 { try ctx.store(key, zset, old: old) }
+    }
+    if let failure = outcome.failure { throw failure }
+    if incr {
+        if outcome.processed > 0 { ctx.connection.replyDouble(outcome.lastScore) } else { ctx.connection.replyNull() }
+    } else {
+        ctx.connection.replyInteger(ch ? outcome.added + outcome.updated : outcome.added)
+    }
+}
+
+/// What ZADD did: its counts, the last score set (for INCR), and a NaN failure.
+private struct ZAddOutcome {
     var added = 0, updated = 0, processed = 0
     var lastScore = 0.0
     var failure: ReplyError?
-    for j in 0..<elements {
-        let member = ctx.args[scoreIndex + 2 * j + 1]
-        var score = scores[j]
+}
+
+/// A sorted set ZADD can change: decoded, or edited on its bytes.
+private protocol ZAddTarget {
+    func score(_ member: [UInt8]) -> Double?
+    mutating func set(_ member: [UInt8], score: Double) throws(ReplyError)
+    mutating func noteInsert(_ member: [UInt8], limits: EncodingLimits)
+}
+
+extension ZSetValue: ZAddTarget {}
+extension EncodedZSet: ZAddTarget {}
+
+/// ZADD's rules, as Redis's `zsetAdd`, for each (score, member) in turn.
+private func apply<Z: ZAddTarget>(_ pairs: [(score: Double, member: [UInt8])], to zset: inout Z,
+                                  nx: Bool, xx: Bool, gt: Bool, lt: Bool, incr: Bool,
+                                  limits: EncodingLimits) throws(ReplyError) -> ZAddOutcome {
+    var outcome = ZAddOutcome()
+    for (given, member) in pairs {
+        var score = given
         if let current = zset.score(member) {
             if nx { continue }
             if incr {
                 score += current
                 if score.isNaN {
-                    failure = ReplyError("ERR resulting score is not a number (NaN)")
+                    outcome.failure = ReplyError("ERR resulting score is not a number (NaN)")
                     break
                 }
             }
             if (lt && score >= current) || (gt && score <= current) { continue }
-            processed += 1
-            lastScore = score
+            outcome.processed += 1
+            outcome.lastScore = score
             if score != current {
-                zset.set(member, score: score)
-                updated += 1
+                try zset.set(member, score: score)
+                outcome.updated += 1
             }
         } else if !xx {
-            zset.set(member, score: score)
-            zset.noteInsert(member, limits: ctx.limits)
-            added += 1
-            processed += 1
-            lastScore = score
+            try zset.set(member, score: score)
+            zset.noteInsert(member, limits: limits)
+            outcome.added += 1
+            outcome.processed += 1
+            outcome.lastScore = score
         }
     }
-    if added > 0 || updated > 0 { try ctx.store(key, zset, old: found?.1) }
-    if let failure { throw failure }
-    if incr {
-        if processed > 0 { ctx.connection.replyDouble(lastScore) } else { ctx.connection.replyNull() }
-    } else {
-        ctx.connection.replyInteger(ch ? added + updated : added)
-    }
+    return outcome
 }
 
 private func zscore(_ ctx: CommandContext) throws {
-    guard let score = try ctx.zset(ctx.args[1], read: true)?.0.score(ctx.args[2]) else {
+    guard let score = try ctx.lookupIn(ctx.args[1], of: .zset)?.score(ctx.args[2]) else {
         ctx.connection.replyNull()
         return
     }
@@ -193,7 +226,7 @@ private func zscore(_ ctx: CommandContext) throws {
 }
 
 private func zmscore(_ ctx: CommandContext) throws {
-    let zset = try ctx.zset(ctx.args[1], read: true)?.0
+    let zset = try ctx.lookupIn(ctx.args[1], of: .zset)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] {
         if let score = zset?.score(member) { ctx.connection.replyDouble(score) } else { ctx.connection.replyNull() }
