@@ -1005,6 +1005,38 @@ def with_footer(body):
     return body + crc64(body).to_bytes(8, "little")
 
 
+@pytest.mark.kvcache_only
+def test_restore_survives_mutated_payloads(c):
+    """Damaged payloads with a valid footer are refused or stored whole:
+    every value RESTORE accepts reads, changes and DUMPs again."""
+    import random
+    c.command("RPUSH", "l", "a", "12", "x" * 100)
+    c.command("SADD", "s", "1", "2")
+    c.command("HSET", "h", "f", "v")
+    c.command("ZADD", "z", "1", "a", "2", "b")
+    bodies = [c.command("DUMP", k)[:-10] for k in ["l", "s", "h", "z"]] + \
+        [bytes.fromhex(p)[:-10] for p in REDIS_PAYLOADS.values()]
+    rnd = random.Random(7)
+    touch = {"list": ("RPOP", "k"), "set": ("SADD", "k", "q"), "hash": ("HSET", "k", "f", "z"),
+             "zset": ("ZADD", "k", "5", "q"), "string": ("GET", "k")}
+    for _ in range(1500):
+        body = bytearray(rnd.choice(bodies))
+        for _ in range(rnd.randint(1, 3)):
+            at = rnd.randrange(len(body))
+            if rnd.random() < 0.6:
+                body[at] = rnd.randrange(256)
+            else:
+                del body[at]
+        reply = c.command("RESTORE", "k", "0", with_footer(bytes(body)), "REPLACE")
+        assert reply in ("OK", ("error", "ERR Bad data format"))
+        if reply == "OK":
+            assert not isinstance(c.command(*touch[c.command("TYPE", "k")]), tuple)
+            payload = c.command("DUMP", "k")
+            if payload is not None:
+                assert c.command("RESTORE", "k", "0", payload, "REPLACE") == "OK"
+    assert c.command("PING") == "PONG"
+
+
 def test_crc64_matches_redis_check_value():
     assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA
 
