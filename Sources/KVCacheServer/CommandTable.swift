@@ -71,6 +71,10 @@ struct Command: Sendable {
         if flags.contains("readonly") { result.append("@read") }
         if group == "string" { result.append("@string") }
         if group == "generic" { result.append("@keyspace") }
+        if group == "list" { result.append("@list") }
+        if group == "set" { result.append("@set") }
+        if group == "hash" { result.append("@hash") }
+        if group == "sorted-set" { result.append("@sortedset") }
         if flags.contains("fast") { result.append("@fast") } else { result.append("@slow") }
         if flags.contains("admin") { result.append(contentsOf: ["@admin", "@dangerous"]) }
         if group == "connection" { result.append("@connection") }
@@ -132,7 +136,8 @@ struct CommandTable: Sendable {
 
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
-        + observabilityCommands + bitCommands)
+        + observabilityCommands + bitCommands + listCommands + setCommands + hashCommands + sortedSetCommands
+        + dumpCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

@@ -80,6 +80,8 @@ public struct ServerConfig: Sendable {
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
     public var configFile: String?
+    /// Redis's thresholds between small and large collection encodings (OBJECT ENCODING).
+    var encodingLimits = EncodingLimits()
 
     public init() {}
 
@@ -96,6 +98,9 @@ extension ServerConfig {
         let name: String
         let apply: @Sendable (inout ServerConfig, [String]) throws -> Void
         let render: @Sendable (ServerConfig) -> String
+        /// Another name for a directive listed before it (Redis's old names):
+        /// CONFIG REWRITE writes only the directive's own name.
+        var aliasOf: String? = nil
         /// Config-file lines for directives that repeat (`cache`, `rename-command`).
         var fileLines: (@Sendable (ServerConfig) -> [String])? = nil
 
@@ -291,7 +296,32 @@ extension ServerConfig {
         }, render: { "\($0.sqliteMaxPageCount)" }),
         Directive(name: "sqlite-cache-size", apply: { $0.pageCacheBytes = try size($1, "sqlite-cache-size") },
                   render: { "\($0.pageCacheBytes)" }),
-    ]
+    ] + encodingDirectives
+
+    /// The thresholds between Redis's small and large collection encodings,
+    /// under their Redis 7.0 names and the older `ziplist` ones.
+    static let encodingDirectives: [Directive] = {
+        let settings: [(String, String?, any WritableKeyPath<EncodingLimits, Int> & Sendable, Bool)] = [
+            ("hash-max-listpack-entries", "hash-max-ziplist-entries", \.hashMaxListpackEntries, false),
+            ("hash-max-listpack-value", "hash-max-ziplist-value", \.hashMaxListpackValue, true),
+            ("set-max-intset-entries", nil, \.setMaxIntsetEntries, false),
+            ("zset-max-listpack-entries", "zset-max-ziplist-entries", \.zsetMaxListpackEntries, false),
+            ("zset-max-listpack-value", "zset-max-ziplist-value", \.zsetMaxListpackValue, true),
+        ]
+        var result: [Directive] = []
+        for (name, alias, path, isMemory) in settings {
+            for (directiveName, aliasOf) in [(name, nil as String?)] + (alias.map { [($0, name)] } ?? []) {
+                result.append(Directive(name: directiveName, apply: { config, args in
+                    let text = try one(args, directiveName)
+                    guard let value = isMemory ? parseMemorySize(text) : Int(text), value >= 0 else {
+                        throw ConfigError("argument couldn't be parsed into an integer: '\(text)'")
+                    }
+                    config.encodingLimits[keyPath: path] = value
+                }, render: { "\($0.encodingLimits[keyPath: path])" }, aliasOf: aliasOf))
+            }
+        }
+        return result
+    }()
 
     static let directivesByName: [String: Directive] = Dictionary(uniqueKeysWithValues: directives.map { ($0.name, $0) })
 
@@ -359,13 +389,16 @@ extension ServerConfig {
                 out.append(line)
                 continue
             }
-            if written.insert(directive.name).inserted { out.append(contentsOf: directive.lines(self)) }
+            if written.insert(directive.aliasOf ?? directive.name).inserted {
+                let own = directive.aliasOf.flatMap { Self.directivesByName[$0] } ?? directive
+                out.append(contentsOf: own.lines(self))
+            }
         }
         while out.last == "" { out.removeLast() }
         var added: [String] = []
         for directive in Self.directives where !written.contains(directive.name) {
             // maxmemory-policy is eviction-policy under Redis's name: written once.
-            if directive.name == "maxmemory-policy" { continue }
+            if directive.name == "maxmemory-policy" || directive.aliasOf != nil { continue }
             if directive.render(self) != directive.render(defaults) { added.append(contentsOf: directive.lines(self)) }
         }
         if !added.isEmpty {

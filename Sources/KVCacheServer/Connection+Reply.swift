@@ -9,6 +9,7 @@ extension Connection {
     func replyInteger(_ value: Int) { RESPEncoder.integer(value, into: &output) }
     func replyInteger(_ value: Int64) { RESPEncoder.integer(value, into: &output) }
     func replyBulk(_ bytes: [UInt8]) { RESPEncoder.bulk(bytes, into: &output) }
+    func replyBulk(_ bytes: ArraySlice<UInt8>) { RESPEncoder.bulk(bytes, into: &output) }
     func replyBulk(_ text: String) { RESPEncoder.bulk(text, into: &output) }
     func replyNull() { RESPEncoder.null(into: &output, version: protocolVersion) }
     func replyNullArray() { RESPEncoder.nullArray(into: &output, version: protocolVersion) }

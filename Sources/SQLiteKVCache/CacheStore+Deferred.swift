@@ -74,11 +74,11 @@ extension CacheStore {
     func applyPending() throws {
         guard !pending.isEmpty else { return }
         let upsert = try db.statement("""
-            INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, digest)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
                 seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
-                metadata = excluded.metadata, value = excluded.value
+                metadata = excluded.metadata, value = excluded.value, kind = excluded.kind
             """)
         let delete = try db.statement("DELETE FROM entries WHERE digest = ?")
         for (digest, write) in pending {
@@ -105,7 +105,7 @@ extension CacheStore {
     }
 
     /// Binds an entry to an INSERT or UPDATE written with the columns in the
-    /// order size, storage_date, seq, expires_at, key, metadata, value, digest.
+    /// order size, storage_date, seq, expires_at, key, metadata, value, kind, digest.
     func bindRow(_ stmt: SQLiteStatement, _ entry: SQLiteKVCache.Entry, seq: Int64, digest: KeyDigest) {
         stmt.bind(1, entry.contentSize)
         stmt.bind(2, entry.storageDate.timeIntervalSince1970)
@@ -114,6 +114,7 @@ extension CacheStore {
         stmt.bind(5, entry.key)
         stmt.bind(6, entry.metadata)
         stmt.bind(7, entry.value)
-        digest.withBytes { stmt.bind(8, $0) }
+        stmt.bind(8, Int64(entry.kind.rawValue))
+        digest.withBytes { stmt.bind(9, $0) }
     }
 }

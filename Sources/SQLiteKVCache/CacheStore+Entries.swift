@@ -52,7 +52,7 @@ extension CacheStore {
         }
         let found: SQLiteKVCache.Entry? = try read {
             let stmt = try db.statement(
-                "SELECT storage_date, metadata, value, expires_at FROM entries WHERE digest = ?")
+                "SELECT storage_date, metadata, value, expires_at, kind FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
@@ -60,7 +60,8 @@ extension CacheStore {
             // The key is the one asked for (its digest matched): no copy from SQLite.
             return SQLiteKVCache.Entry(
                 key: key, storageDate: Date(timeIntervalSince1970: stmt.double(0)),
-                metadata: stmt.bytes(1), value: stmt.bytes(2), expiresAt: expiresAt)
+                metadata: stmt.bytes(1), value: stmt.bytes(2), expiresAt: expiresAt,
+                kind: ValueKind(rawValue: UInt8(truncatingIfNeeded: stmt.int64(4))) ?? .string)
         }
         guard let entry = found else { return nil }
         if let expiresAt = entry.expiresAt, expiresAt <= nowMilliseconds() {
@@ -147,8 +148,8 @@ extension CacheStore {
             }
             // A plain INSERT or UPDATE: the lookup above already knows which.
             let stmt = try db.statement(old == nil
-                ? "INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                : "UPDATE entries SET size = ?, storage_date = ?, seq = ?, expires_at = ?, key = ?, metadata = ?, value = ? WHERE digest = ?")
+                ? "INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                : "UPDATE entries SET size = ?, storage_date = ?, seq = ?, expires_at = ?, key = ?, metadata = ?, value = ?, kind = ? WHERE digest = ?")
             defer { stmt.reset() }
             bindRow(stmt, entry, seq: totals.takeSeq(), digest: digest)
             _ = try stmt.step()

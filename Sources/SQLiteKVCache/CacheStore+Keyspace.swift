@@ -34,14 +34,17 @@ extension CacheStore {
     /// - Returns: the live keys of about `count` entries, and the cursor to
     ///   continue from (0 when done). Keys present for the whole scan are all
     ///   returned once: entries sharing the cursor's 64-bit prefix are never split.
-    func scan(cursor: UInt64, count: Int) throws(SQLiteKVCache.Error) -> (keys: [[UInt8]], next: UInt64) {
+    /// - Parameter kind: when given, only keys whose value is of this kind
+    ///   are returned (the cursor advances as without it).
+    func scan(cursor: UInt64, count: Int, kind: ValueKind? = nil) throws(SQLiteKVCache.Error) -> (keys: [[UInt8]], next: UInt64) {
         try flushPending()
         return try read {
             let now = nowMilliseconds()
             var start = [UInt8](repeating: 0, count: 32)
             withUnsafeBytes(of: cursor.bigEndian) { start.replaceSubrange(0..<8, with: $0) }
+            let wanted = kind.map { Int64($0.rawValue) }
             let stmt = try db.statement(
-                "SELECT digest, key, expires_at FROM entries WHERE digest >= ? ORDER BY digest LIMIT ?")
+                "SELECT digest, key, expires_at, kind FROM entries WHERE digest >= ? ORDER BY digest LIMIT ?")
             defer { stmt.reset() }
             stmt.bind(1, start)
             stmt.bind(2, max(1, count))
@@ -52,12 +55,12 @@ extension CacheStore {
                 rows += 1
                 lastDigest = stmt.bytes(0)
                 let expiresAt: Int64? = stmt.isNull(2) ? nil : stmt.int64(2)
-                if !isExpired(expiresAt, now: now) { keys.append(stmt.bytes(1)) }
+                if !isExpired(expiresAt, now: now) && (wanted == nil || stmt.int64(3) == wanted) { keys.append(stmt.bytes(1)) }
             }
             if rows < max(1, count) { return (keys, 0) }
             let prefix = lastDigest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             // Take the rest of the entries sharing the last prefix, so the next cursor can skip past it.
-            let same = try db.statement("SELECT key, expires_at FROM entries WHERE digest > ? AND digest < ? ORDER BY digest")
+            let same = try db.statement("SELECT key, expires_at, kind FROM entries WHERE digest > ? AND digest < ? ORDER BY digest")
             defer { same.reset() }
             same.bind(1, lastDigest)
             if prefix == .max {
@@ -69,7 +72,7 @@ extension CacheStore {
             }
             while try same.step() {
                 let expiresAt: Int64? = same.isNull(1) ? nil : same.int64(1)
-                if !isExpired(expiresAt, now: now) { keys.append(same.bytes(0)) }
+                if !isExpired(expiresAt, now: now) && (wanted == nil || same.int64(2) == wanted) { keys.append(same.bytes(0)) }
             }
             return (keys, prefix == .max ? 0 : prefix + 1)
         }

@@ -9,7 +9,7 @@ import Foundation
 /// iteration's writes. If any write of a batch fails in SQLite the whole
 /// batch is rolled back, and the failure is reported again by `commitBatch`.
 final class CacheStore {
-    static let schemaVersion: Int32 = 1
+    static let schemaVersion: Int32 = 2
 
     let handle: String
     let path: String
@@ -162,7 +162,8 @@ final class CacheStore {
                     expires_at INTEGER,
                     key BLOB NOT NULL,
                     metadata BLOB NOT NULL,
-                    value BLOB NOT NULL
+                    value BLOB NOT NULL,
+                    kind INTEGER NOT NULL DEFAULT 0
                 ) WITHOUT ROWID;
                 CREATE INDEX entries_by_age ON entries(storage_date, seq);
                 CREATE INDEX entries_by_expiry ON entries(expires_at) WHERE expires_at IS NOT NULL;

@@ -2,7 +2,8 @@ import Foundation
 
 /// A persistent key-value cache in one SQLite file, `<directory>/<handle>.sqlite`.
 ///
-/// Entries are (key, storageDate, metadata, value), all bytes. The cache
+/// Entries are (key, storageDate, metadata, value), all bytes, with a
+/// `ValueKind` saying what the value holds (a string unless told). The cache
 /// keeps its content (key + value + metadata bytes) within `diskCapacity`,
 /// evicting per its policy (oldest storage date first by default); 0 means
 /// unbounded. The file opens lazily on first use and the outcome is kept:
@@ -179,6 +180,13 @@ public final class SQLiteKVCache: @unchecked Sendable {
         try withStore { store throws(Error) in try store.put(entry) }
     }
 
+    /// Stores a whole entry (its kind and expiry included), replacing any
+    /// under the same key, then evicts per policy to stay within capacity.
+    /// - Throws: as `put(key:storageDate:metadata:value:expiresAt:)`.
+    public func put(_ entry: Entry) throws(Error) {
+        try withStore { store throws(Error) in try store.put(entry) }
+    }
+
     /// Removes the entry under `key`.
     /// - Returns: whether there was one.
     @discardableResult
@@ -230,8 +238,10 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// One step of a scan of the live keys: start at cursor 0, continue with
     /// the returned cursor until it is 0 again. A key present for the whole
     /// scan is returned exactly once.
-    public func scan(cursor: UInt64, count: Int) throws(Error) -> (keys: [[UInt8]], next: UInt64) {
-        try withStore { store throws(Error) in try store.scan(cursor: cursor, count: count) }
+    /// With `kind`, only keys holding that kind of value are returned; the
+    /// cursor moves on as it would without it.
+    public func scan(cursor: UInt64, count: Int, kind: ValueKind? = nil) throws(Error) -> (keys: [[UInt8]], next: UInt64) {
+        try withStore { store throws(Error) in try store.scan(cursor: cursor, count: count, kind: kind) }
     }
 
     /// Every live key.

@@ -1,7 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CCrypto
 import RESP
+import SQLiteKVCache
 
 /// DEBUG, for tests and operators, refused unless `enable-debug-command`
 /// allows it (as in Redis 7: `no` by default, `yes`, or `local` for
@@ -9,7 +11,7 @@ import RESP
 let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
-            subcommands: ["protocol", "reload", "set-active-expire", "sleep"]),
+            subcommands: ["digest", "digest-value", "protocol", "reload", "set-active-expire", "sleep"]),
 ]
 
 private func debug(_ ctx: CommandContext) throws {
@@ -34,6 +36,23 @@ private func debug(_ ctx: CommandContext) throws {
     case "reload":
         ctx.server.reloadCaches()
         ctx.connection.replyOK()
+    case "digest-value":
+        ctx.connection.replyArrayHeader(ctx.args.count - 2)
+        for key in ctx.args.dropFirst(2) {
+            let digest = try ctx.cache.engine.get(key: key).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
+            ctx.connection.replyBulk(hex(digest))
+        }
+    case "digest":
+        guard ctx.args.count == 2 else { throw ReplyError.syntax }
+        // Each key's digest of key, value and expiry, xored: independent of key order.
+        var total = [UInt8](repeating: 0, count: 20)
+        for key in try ctx.cache.engine.keys() {
+            guard let entry = try ctx.cache.engine.get(key: key) else { continue }
+            var material = sha1(key) + (try valueDigest(entry))
+            if let expiresAt = entry.expiresAt { material += Array(String(expiresAt).utf8) }
+            for (i, byte) in sha1(material).enumerated() { total[i] ^= byte }
+        }
+        ctx.connection.replyBulk(hex(total))
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "debug")
     }
@@ -74,4 +93,52 @@ private func debugProtocol(_ ctx: CommandContext) throws {
         throw ReplyError("ERR Wrong protocol type name. Please use one of the following: "
             + "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
     }
+}
+
+/// DEBUG DIGEST-VALUE's digest of a value: SHA-1 of its kind and contents,
+/// with a set's members and a hash's fields in sorted order, so equal
+/// values digest alike whatever order they were built in.
+private func valueDigest(_ entry: SQLiteKVCache.Entry) throws -> [UInt8] {
+    var material: [UInt8] = [entry.kind.rawValue]
+    func add(_ element: [UInt8]) {
+        material += Array(String(element.count).utf8) + [0x3a] + element
+    }
+    switch entry.kind {
+    case .string:
+        add(entry.value)
+    case .list:
+        for item in try ListValue(decoding: entry.value).items { add(item) }
+    case .set:
+        for member in try SetValue(decoding: entry.value).members.sorted(by: { $0.lexicographicallyPrecedes($1) }) { add(member) }
+    case .hash:
+        let hash = try HashValue(decoding: entry.value)
+        for i in hash.fields.indices.sorted(by: { hash.fields[$0].lexicographicallyPrecedes(hash.fields[$1]) }) {
+            add(hash.fields[i])
+            add(hash.values[i])
+        }
+    case .zset:
+        let zset = try ZSetValue(decoding: entry.value)
+        for i in zset.members.indices {
+            add(zset.members[i])
+            add(formatDouble(zset.scores[i]))
+        }
+    }
+    return sha1(material)
+}
+
+private func sha1(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 20)
+    var length: UInt32 = 0
+    let ok = bytes.withUnsafeBytes { input in
+        digest.withUnsafeMutableBufferPointer { out in
+            EVP_Digest(input.baseAddress, input.count, out.baseAddress, &length, EVP_sha1(), nil)
+        }
+    }
+    precondition(ok == 1 && length == 20, "SHA-1 failed in OpenSSL")
+    return digest
+}
+
+private func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
 }

@@ -53,7 +53,7 @@ private func put(_ ctx: CommandContext) throws {
 }
 
 private func get(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.lookup(ctx.args[1]) else {
+    guard let entry = try ctx.lookupString(ctx.args[1]) else {
         ctx.connection.replyNullArray()
         return
     }

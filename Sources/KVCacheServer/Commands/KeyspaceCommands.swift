@@ -65,9 +65,7 @@ private func touch(_ ctx: CommandContext) throws {
 }
 
 private func type(_ ctx: CommandContext) throws {
-    let live = try ctx.cache.engine.contains(key: ctx.args[1])
-    ctx.server.countLookup(ctx.cache, hit: live)
-    ctx.connection.replySimple(live ? "string" : "none")
+    ctx.connection.replySimple(try ctx.lookup(ctx.args[1])?.kind.typeName ?? "none")
 }
 
 /// True when a glob pattern matches everything, so matching can be skipped.
@@ -123,9 +121,11 @@ private func scan(_ ctx: CommandContext) throws {
         }
         i += 2
     }
-    var (keys, next) = try ctx.cache.engine.scan(cursor: cursor, count: count)
+    // An unknown TYPE matches nothing, as in Redis 7.0.
+    let kind = typeName.map { ValueKind(typeName: $0) }
+    var (keys, next) = try ctx.cache.engine.scan(cursor: cursor, count: count, kind: kind ?? nil)
     if let pattern { keys.removeAll { !globMatch(pattern, $0) } }
-    if let typeName, typeName != "string" { keys.removeAll() }
+    if let kind, kind == nil { keys.removeAll() }
     ctx.connection.replyArrayHeader(2)
     ctx.connection.replyBulk(String(next))
     ctx.connection.replyBulkArray(keys)
@@ -135,10 +135,11 @@ private func randomkey(_ ctx: CommandContext) throws {
     ctx.connection.replyOptionalBulk(try ctx.cache.engine.randomKey())
 }
 
-/// Copies `entry` to `key` in `cache`, keeping its date, metadata and expiry.
+/// Copies `entry` to `key` in `cache`, keeping its date, metadata, expiry and kind.
 private func put(_ ctx: CommandContext, _ entry: SQLiteKVCache.Entry, as key: [UInt8], in cache: OpenCache) throws {
-    try ctx.server.writable(cache).put(key: key, storageDate: entry.storageDate, metadata: entry.metadata,
-                                       value: entry.value, expiresAt: entry.expiresAt)
+    var copy = entry
+    copy.key = key
+    try ctx.server.writable(cache).put(copy)
 }
 
 private func rename(_ ctx: CommandContext, nx: Bool) throws {

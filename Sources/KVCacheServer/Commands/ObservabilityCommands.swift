@@ -102,8 +102,9 @@ func quoteForMonitor(_ bytes: [UInt8]) -> String {
     return out + "\""
 }
 
-/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key, answered as Redis would for
-/// a string: `int`, `embstr` (up to 44 bytes) or `raw`.
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key, answered as Redis 7.0 would:
+/// a string is `int`, `embstr` (up to 44 bytes) or `raw`; a collection
+/// takes Redis's encoding by size (see Collections.swift).
 private func object(_ ctx: CommandContext) throws {
     let sub = ctx.option(1)
     if sub == "help" {
@@ -129,10 +130,10 @@ private func object(_ ctx: CommandContext) throws {
         return
     }
     let value = entry.value
-    let integer = value.count <= 20 ? parseStrictInt64(value) : nil
+    let integer = entry.kind == .string && value.count <= 20 ? parseStrictInt64(value) : nil
     switch sub {
     case "encoding":
-        ctx.connection.replyBulk(integer != nil ? "int" : value.count <= 44 ? "embstr" : "raw")
+        ctx.connection.replyBulk(encodingName(of: entry))
     case "refcount":
         // Redis shares the integers 0...9999 (refcount INT_MAX).
         ctx.connection.replyInteger(integer.map { $0 >= 0 && $0 < 10_000 } == true ? Int(Int32.max) : 1)

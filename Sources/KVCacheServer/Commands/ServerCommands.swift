@@ -94,11 +94,11 @@ private func config(_ ctx: CommandContext) throws {
 }
 
 /// Settings CONFIG SET can change while the server runs.
-private let liveDirectives: Set<String> = [
+private let liveDirectives: Set<String> = Set([
     "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
     "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
     "requirepass", "protected-mode", "slowlog-log-slower-than", "slowlog-max-len",
-]
+] + ServerConfig.encodingDirectives.map(\.name))
 
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.
 /// A `cache` value is a whole line's arguments: "sessions 256mb lru".

@@ -58,6 +58,18 @@ extension CommandContext {
         return entry
     }
 
+    /// The live string entry for `key`, counted as a hit or miss (Redis's lookupKeyRead).
+    /// - Throws: WRONGTYPE when the key holds a collection.
+    func lookupString(_ key: [UInt8]) throws -> SQLiteKVCache.Entry? {
+        try entry(key, of: .string, read: true)
+    }
+
+    /// The live string entry for `key`, not counted (Redis's lookupKeyWrite).
+    /// - Throws: WRONGTYPE when the key holds a collection.
+    func stringEntry(_ key: [UInt8]) throws -> SQLiteKVCache.Entry? {
+        try entry(key, of: .string)
+    }
+
     /// Stores `value` under `key` in the selected cache, stamped now.
     func store(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = []) throws {
         try server.writable(cache).put(key: key, storageDate: Date(), metadata: metadata, value: value, expiresAt: expiresAt)
@@ -79,7 +91,7 @@ extension CommandContext {
 }
 
 private func get(_ ctx: CommandContext) throws {
-    ctx.connection.replyOptionalBulk(try ctx.lookup(ctx.args[1])?.value)
+    ctx.connection.replyOptionalBulk(try ctx.lookupString(ctx.args[1])?.value)
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
@@ -91,6 +103,8 @@ private func set(_ ctx: CommandContext) throws {
     // The old entry matters only to NX, XX, GET and KEEPTTL.
     let needsOld = options.nx || options.xx || options.get || options.keepTTL
     let old = needsOld ? try ctx.cache.engine.get(key: key) : nil
+    // GET answers the old value first, so a collection fails before NX or XX is looked at.
+    if options.get, let old, old.kind != .string { throw ReplyError.wrongType }
     if (options.nx && old != nil) || (options.xx && old == nil) {
         if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyNull() }
         return
@@ -117,7 +131,7 @@ private func setex(_ ctx: CommandContext, _ form: ExpiryForm) throws {
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 private func getex(_ ctx: CommandContext) throws {
     let options = try StringSetOptions(ctx.args, from: 2, for: .getex)
-    guard let entry = try ctx.lookup(ctx.args[1]) else {
+    guard let entry = try ctx.lookupString(ctx.args[1]) else {
         ctx.connection.replyNull()
         return
     }
@@ -136,7 +150,7 @@ private func getex(_ ctx: CommandContext) throws {
 }
 
 private func getdel(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.lookup(ctx.args[1]) else {
+    guard let entry = try ctx.lookupString(ctx.args[1]) else {
         ctx.connection.replyNull()
         return
     }
@@ -145,14 +159,18 @@ private func getdel(_ ctx: CommandContext) throws {
 }
 
 private func getset(_ ctx: CommandContext) throws {
-    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    let old = try ctx.stringEntry(ctx.args[1])
     try ctx.store(ctx.args[1], ctx.args[2], expiresAt: nil)
     ctx.connection.replyOptionalBulk(old?.value)
 }
 
 private func mget(_ ctx: CommandContext) throws {
     var values: [[UInt8]?] = []
-    for key in ctx.args.dropFirst() { values.append(try ctx.lookup(key)?.value) }
+    // A key holding a collection reads as nil, as in Redis.
+    for key in ctx.args.dropFirst() {
+        let entry = try ctx.lookup(key)
+        values.append(entry?.kind == .string ? entry?.value : nil)
+    }
     ctx.connection.replyArrayHeader(values.count)
     for value in values { ctx.connection.replyOptionalBulk(value) }
 }
@@ -178,7 +196,7 @@ private func msetnx(_ ctx: CommandContext) throws {
 }
 
 private func append(_ ctx: CommandContext) throws {
-    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    let old = try ctx.stringEntry(ctx.args[1])
     let value = (old?.value ?? []) + ctx.args[2]
     try ctx.checkStringLength(value.count)
     try ctx.update(old, key: ctx.args[1], value: value)
@@ -186,14 +204,14 @@ private func append(_ ctx: CommandContext) throws {
 }
 
 private func strlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.lookup(ctx.args[1])?.value.count ?? 0)
+    ctx.connection.replyInteger(try ctx.lookupString(ctx.args[1])?.value.count ?? 0)
 }
 
 /// GETRANGE key start end: inclusive, negative from the end, clamped as Redis 7.0 does.
 private func getrange(_ ctx: CommandContext) throws {
     var start = try ctx.integer(2)
     var end = try ctx.integer(3)
-    let value = try ctx.lookup(ctx.args[1])?.value ?? []
+    let value = try ctx.lookupString(ctx.args[1])?.value ?? []
     let length = Int64(value.count)
     if start < 0 { start += length }
     if end < 0 { end += length }
@@ -211,7 +229,7 @@ private func setrange(_ ctx: CommandContext) throws {
     let offset = try ctx.integer(2)
     guard offset >= 0 else { throw ReplyError("ERR offset is out of range") }
     let patch = ctx.args[3]
-    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    let old = try ctx.stringEntry(ctx.args[1])
     if patch.isEmpty {
         ctx.connection.replyInteger(old?.value.count ?? 0)
         return
@@ -228,7 +246,7 @@ private func setrange(_ ctx: CommandContext) throws {
 }
 
 private func incrBy(_ ctx: CommandContext, _ increment: Int64) throws {
-    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    let old = try ctx.stringEntry(ctx.args[1])
     var current: Int64 = 0
     if let old {
         guard let parsed = parseStrictInt64(old.value) else { throw ReplyError.notInteger }
@@ -247,13 +265,14 @@ private func decrby(_ ctx: CommandContext) throws {
 }
 
 private func incrbyfloat(_ ctx: CommandContext) throws {
-    guard let increment = parseLongDouble(ctx.args[2]) else { throw ReplyError.notFloat }
-    let old = try ctx.cache.engine.get(key: ctx.args[1])
+    // As Redis: the key's type first, then its value, then the increment.
+    let old = try ctx.stringEntry(ctx.args[1])
     var current: LongDouble = 0
     if let old {
         guard let parsed = parseLongDouble(old.value) else { throw ReplyError.notFloat }
         current = parsed
     }
+    guard let increment = parseLongDouble(ctx.args[2]) else { throw ReplyError.notFloat }
     let result = current + increment
     guard result.isFinite else { throw ReplyError("ERR increment would produce NaN or Infinity") }
     let text = formatLongDouble(result)

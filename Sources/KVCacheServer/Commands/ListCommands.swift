@@ -1,0 +1,300 @@
+import RESP
+import SQLiteKVCache
+
+/// List commands, as Redis 7.0's t_list.c: pushes, pops, ranges, and the
+/// edits by index or value. A list that becomes empty is deleted.
+let listCommands: [Command] = [
+    Command(name: "lpush", arity: -3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Prepends one or more elements to a list.", handler: { try push($0, head: true, onlyIfExists: false) }),
+    Command(name: "rpush", arity: -3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Appends one or more elements to a list.", handler: { try push($0, head: false, onlyIfExists: false) }),
+    Command(name: "lpushx", arity: -3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Prepends elements to a list only when the list exists.", handler: { try push($0, head: true, onlyIfExists: true) }),
+    Command(name: "rpushx", arity: -3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Appends elements to a list only when the list exists.", handler: { try push($0, head: false, onlyIfExists: true) }),
+    Command(name: "lpop", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Removes and returns the first elements of a list.", handler: { try pop($0, head: true) }),
+    Command(name: "rpop", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Removes and returns the last elements of a list.", handler: { try pop($0, head: false) }),
+    Command(name: "lrange", arity: 4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Returns a range of elements from a list.", handler: lrange),
+    Command(name: "llen", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Returns the length of a list.", handler: llen),
+    Command(name: "lindex", arity: 3, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Returns an element from a list by its index.", handler: lindex),
+    Command(name: "lset", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Sets the value of an element in a list by its index.", handler: lset),
+    Command(name: "lrem", arity: 4, flags: ["write"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Removes elements from a list.", handler: lrem),
+    Command(name: "ltrim", arity: 4, flags: ["write"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Removes elements from both ends of a list.", handler: ltrim),
+    Command(name: "linsert", arity: 5, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Inserts an element before or after another element in a list.", handler: linsert),
+    Command(name: "lpos", arity: -3, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
+            group: "list", summary: "Returns the index of matching elements in a list.", handler: lpos),
+]
+
+/// The argument at `index` as a C `long` (64-bit here), or Redis's not-an-integer error.
+private func long(_ ctx: CommandContext, _ index: Int) throws -> Int {
+    Int(try ctx.integer(index))
+}
+
+/// LRANGE's (and LTRIM's) normalization of an inclusive range over `count`
+/// elements: negative from the end, clamped. Nil when empty.
+func normalizedRange(_ start: Int, _ end: Int, count: Int) -> ClosedRange<Int>? {
+    var start = start, end = end
+    if start < 0 { start += count }
+    if end < 0 { end += count }
+    if start < 0 { start = 0 }
+    if start > end || start >= count { return nil }
+    if end >= count { end = count - 1 }
+    return start...end
+}
+
+/// LPUSH/RPUSH/LPUSHX/RPUSHX key element [element ...]: the new elements'
+/// encoding is joined to the old bytes, which are never decoded.
+private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws {
+    let key = ctx.args[1]
+    let old = try ctx.entry(key, of: .list)
+    if old == nil && onlyIfExists {
+        ctx.connection.replyInteger(0)
+        return
+    }
+    let layout = try old.map { try EncodedLayout($0.value) }
+    var added: [UInt8] = []
+    for element in head ? Array(ctx.args[2...].reversed()) : Array(ctx.args[2...]) {
+        CollectionCodec.appendListElement(element, to: &added)
+    }
+    let existing = layout.map { $0.bytes[$0.body...] } ?? []
+    let count = (layout?.count ?? 0) + ctx.args.count - 2
+    let bytes = EncodedLayout.assemble(large: false, count: count, head ? [added[...], existing] : [existing, added[...]])
+    try ctx.storeCollection(key, kind: .list, bytes, isEmpty: false, old: old)
+    ctx.connection.replyInteger(count)
+}
+
+/// LPOP/RPOP key [count]
+private func pop(_ ctx: CommandContext, head: Bool) throws {
+    guard ctx.args.count <= 3 else { throw ReplyError.wrongArity(ctx.commandName) }
+    var count: Int?
+    if ctx.args.count == 3 {
+        // Redis gives the same text for a non-integer as for a negative count.
+        guard let value = parseStrictInt64(ctx.args[2]), value >= 0 else {
+            throw ReplyError("ERR value is out of range, must be positive")
+        }
+        count = Int(value)
+    }
+    let key = ctx.args[1]
+    guard let old = try ctx.entry(key, of: .list) else {
+        if count != nil { ctx.connection.replyNullArray() } else { ctx.connection.replyNull() }
+        return
+    }
+    if count == 0 {
+        ctx.connection.replyArrayHeader(0)
+        return
+    }
+    // Only the popped elements are read, from their end; the rest is copied as bytes.
+    let layout = try EncodedLayout(old.value)
+    let n = min(count ?? 1, layout.count)
+    let bytes = layout.bytes
+    let taken: [[UInt8]]
+    let rest: ArraySlice<UInt8>
+    if head {
+        let (starts, payloads) = try layout.listElements(limit: n + 1)
+        taken = payloads.prefix(n).map { Array(bytes[$0]) }
+        rest = n < layout.count ? bytes[starts[n]...] : []
+    } else {
+        let (payloads, start) = try layout.lastListElements(n)
+        taken = payloads.map { Array(bytes[$0]) }
+        rest = bytes[layout.body..<start]
+    }
+    let remaining = layout.count - n
+    try ctx.storeCollection(key, kind: .list, EncodedLayout.assemble(large: false, count: remaining, [rest]),
+                            isEmpty: remaining == 0, old: old)
+    if count == nil { ctx.connection.replyBulk(taken[0]) } else { ctx.connection.replyBulkArray(taken) }
+}
+
+private func lrange(_ ctx: CommandContext) throws {
+    let start = try long(ctx, 2), end = try long(ctx, 3)
+    guard let entry = try ctx.entry(ctx.args[1], of: .list, read: true) else {
+        ctx.connection.replyArrayHeader(0)
+        return
+    }
+    let layout = try EncodedLayout(entry.value)
+    guard let range = normalizedRange(start, end, count: layout.count) else {
+        ctx.connection.replyArrayHeader(0)
+        return
+    }
+    ctx.connection.replyArrayHeader(range.count)
+    if range.lowerBound >= layout.count / 2 {
+        // Near the tail: read from there.
+        let fromTail = try layout.lastListElements(layout.count - range.lowerBound).payloads
+        for i in range { ctx.connection.replyBulk(layout.bytes[fromTail[layout.count - 1 - i]]) }
+    } else {
+        let payloads = try layout.listElements(limit: range.upperBound + 1).payloads
+        for i in range { ctx.connection.replyBulk(layout.bytes[payloads[i]]) }
+    }
+}
+
+private func llen(_ ctx: CommandContext) throws {
+    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .list))
+}
+
+/// An index into `count` elements, negative from the end; nil when out of range.
+private func position(_ index: Int, count: Int) -> Int? {
+    let i = index < 0 ? index + count : index
+    return i >= 0 && i < count ? i : nil
+}
+
+private func lindex(_ ctx: CommandContext) throws {
+    guard let entry = try ctx.entry(ctx.args[1], of: .list, read: true) else {
+        ctx.connection.replyNull()
+        return
+    }
+    let index = try long(ctx, 2)
+    let layout = try EncodedLayout(entry.value)
+    guard let at = position(index, count: layout.count) else {
+        ctx.connection.replyNull()
+        return
+    }
+    let payload = at >= layout.count / 2
+        ? try layout.lastListElements(layout.count - at).payloads.last!
+        : try layout.listElements(limit: at + 1).payloads[at]
+    ctx.connection.replyBulk(layout.bytes[payload])
+}
+
+private func lset(_ ctx: CommandContext) throws {
+    guard let (found, old) = try ctx.list(ctx.args[1]) else { throw ReplyError.noSuchKey }
+    let index = try long(ctx, 2)
+    guard let at = position(index, count: found.items.count) else { throw ReplyError("ERR index out of range") }
+    var list = found
+    list.items[at] = ctx.args[3]
+    try ctx.store(ctx.args[1], list, old: old)
+    ctx.connection.replyOK()
+}
+
+/// LREM key count element: count > 0 from the head, < 0 from the tail, 0 all.
+private func lrem(_ ctx: CommandContext) throws {
+    let toRemove = try ctx.integer(2)
+    guard let (found, old) = try ctx.list(ctx.args[1]) else {
+        ctx.connection.replyInteger(0)
+        return
+    }
+    var list = found
+    let element = ctx.args[3]
+    let limit = toRemove == 0 ? Int.max : Int(toRemove.magnitude)
+    var removed = 0
+    var kept: [[UInt8]] = []
+    kept.reserveCapacity(list.items.count)
+    let ordered: [[UInt8]] = toRemove < 0 ? list.items.reversed() : list.items
+    for item in ordered {
+        if removed < limit && item == element {
+            removed += 1
+        } else {
+            kept.append(item)
+        }
+    }
+    if removed > 0 {
+        list.items = toRemove < 0 ? kept.reversed() : kept
+        try ctx.store(ctx.args[1], list, old: old)
+    }
+    ctx.connection.replyInteger(removed)
+}
+
+private func ltrim(_ ctx: CommandContext) throws {
+    let start = try long(ctx, 2), end = try long(ctx, 3)
+    guard let (found, old) = try ctx.list(ctx.args[1]) else {
+        ctx.connection.replyOK()
+        return
+    }
+    var list = found
+    // Stored even when nothing was trimmed: Redis counts LTRIM as a change (WATCH sees it).
+    if let range = normalizedRange(start, end, count: list.items.count) {
+        list.items = Array(list.items[range])
+    } else {
+        list.items.removeAll()
+    }
+    try ctx.store(ctx.args[1], list, old: old)
+    ctx.connection.replyOK()
+}
+
+/// LINSERT key BEFORE|AFTER pivot element
+private func linsert(_ ctx: CommandContext) throws {
+    let after: Bool
+    switch ctx.option(2) {
+    case "after": after = true
+    case "before": after = false
+    default: throw ReplyError.syntax
+    }
+    guard let (found, old) = try ctx.list(ctx.args[1]) else {
+        ctx.connection.replyInteger(0)
+        return
+    }
+    guard let at = found.items.firstIndex(of: ctx.args[3]) else {
+        ctx.connection.replyInteger(-1)
+        return
+    }
+    var list = found
+    list.items.insert(ctx.args[4], at: after ? at + 1 : at)
+    try ctx.store(ctx.args[1], list, old: old)
+    ctx.connection.replyInteger(list.items.count)
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+private func lpos(_ ctx: CommandContext) throws {
+    var rank = 1, count = -1, maxLength = 0
+    var j = 3
+    while j < ctx.args.count {
+        let more = j + 1 < ctx.args.count
+        switch ctx.option(j) {
+        case "rank" where more:
+            j += 1
+            rank = try long(ctx, j)
+            if rank == 0 {
+                throw ReplyError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+                    + "or use negative to start from the end of the list")
+            }
+        case "count" where more:
+            j += 1
+            count = try long(ctx, j)
+            if count < 0 { throw ReplyError("ERR COUNT can't be negative") }
+        case "maxlen" where more:
+            j += 1
+            maxLength = try long(ctx, j)
+            if maxLength < 0 { throw ReplyError("ERR MAXLEN can't be negative") }
+        default:
+            throw ReplyError.syntax
+        }
+        j += 1
+    }
+    guard let (list, _) = try ctx.list(ctx.args[1], read: true) else {
+        if count != -1 { ctx.connection.replyArrayHeader(0) } else { ctx.connection.replyNull() }
+        return
+    }
+    let element = ctx.args[2]
+    let items = list.items
+    let fromTail = rank < 0
+    let wantedRank = rank == .min ? Int.max : abs(rank)
+    var matches: [Int] = []
+    var seen = 0
+    var scanned = 0
+    var i = fromTail ? items.count - 1 : 0
+    while i >= 0 && i < items.count && (maxLength == 0 || scanned < maxLength) {
+        if items[i] == element {
+            seen += 1
+            if seen >= wantedRank {
+                matches.append(i)
+                if count == -1 || (count > 0 && matches.count >= count) { break }
+            }
+        }
+        scanned += 1
+        i += fromTail ? -1 : 1
+    }
+    if count != -1 {
+        ctx.connection.replyArrayHeader(matches.count)
+        for m in matches { ctx.connection.replyInteger(m) }
+    } else if let first = matches.first {
+        ctx.connection.replyInteger(first)
+    } else {
+        ctx.connection.replyNull()
+    }
+}

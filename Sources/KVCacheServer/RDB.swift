@@ -1,0 +1,530 @@
+import RESP
+import SQLiteKVCache
+
+// Redis's DUMP format: one value in RDB encoding, then the RDB version (2
+// bytes, little endian) and a CRC64 (Jones polynomial, as Redis's crc64.c)
+// of everything before it (8 bytes, little endian).
+//
+// DUMP writes strings exactly as Redis 7.0 does (integers in 8, 16 or 32
+// bits, strings over 20 bytes LZF-compressed when that helps), and
+// collections in the plain RDB encodings every Redis since 2.x loads:
+// RDB_TYPE_LIST, RDB_TYPE_SET, RDB_TYPE_HASH and RDB_TYPE_ZSET_2. RESTORE
+// reads those and the compact ones Redis 7.0 writes: quicklists of
+// listpacks, intsets, and hashes and sorted sets as listpacks.
+
+enum RDB {
+    static let version: UInt16 = 10
+
+    enum ObjectType: UInt8 {
+        case string = 0, list = 1, set = 2, zset = 3, hash = 4, zset2 = 5
+        case setIntset = 11, hashListpack = 16, zsetListpack = 17, listQuicklist2 = 18
+    }
+
+    struct BadFormat: Error {}
+
+    // MARK: CRC64
+
+    private static let crcTable: [UInt64] = (0..<256).map { index in
+        var crc = UInt64(index)
+        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x95ac9329ac4bc9b5 : crc >> 1 }
+        return crc
+    }
+
+    /// Redis's `crc64(0, …)`: Jones polynomial, reflected, no final xor.
+    static func crc64(_ bytes: some Sequence<UInt8>, _ start: UInt64 = 0) -> UInt64 {
+        var crc = start
+        for byte in bytes { crc = crcTable[Int((crc ^ UInt64(byte)) & 0xff)] ^ (crc >> 8) }
+        return crc
+    }
+
+    // MARK: The payload
+
+    /// The DUMP payload of an entry.
+    static func dump(_ entry: SQLiteKVCache.Entry) throws(ReplyError) -> [UInt8] {
+        var out: [UInt8] = []
+        switch entry.kind {
+        case .string:
+            out.append(ObjectType.string.rawValue)
+            appendString(entry.value, to: &out)
+        case .list:
+            let list = try ListValue(decoding: entry.value)
+            out.append(ObjectType.list.rawValue)
+            appendLength(list.items.count, to: &out)
+            for item in list.items { appendString(item, to: &out) }
+        case .set:
+            let set = try SetValue(decoding: entry.value)
+            out.append(ObjectType.set.rawValue)
+            appendLength(set.count, to: &out)
+            for member in set.members { appendString(member, to: &out) }
+        case .hash:
+            let hash = try HashValue(decoding: entry.value)
+            out.append(ObjectType.hash.rawValue)
+            appendLength(hash.count, to: &out)
+            for i in hash.fields.indices {
+                appendString(hash.fields[i], to: &out)
+                appendString(hash.values[i], to: &out)
+            }
+        case .zset:
+            let zset = try ZSetValue(decoding: entry.value)
+            out.append(ObjectType.zset2.rawValue)
+            appendLength(zset.count, to: &out)
+            // Greatest first, as Redis saves a skiplist.
+            for i in zset.members.indices.reversed() {
+                appendString(zset.members[i], to: &out)
+                withUnsafeBytes(of: zset.scores[i].bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            }
+        }
+        out.append(UInt8(version & 0xff))
+        out.append(UInt8(version >> 8))
+        withUnsafeBytes(of: crc64(out).littleEndian) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// Whether a payload's footer holds a version this server reads and the right checksum.
+    static func verify(_ payload: [UInt8]) -> Bool {
+        guard payload.count >= 10 else { return false }
+        let footer = payload.count - 10
+        let payloadVersion = UInt16(payload[footer]) | UInt16(payload[footer + 1]) << 8
+        guard payloadVersion <= version else { return false }
+        var stored: UInt64 = 0
+        for i in 0..<8 { stored |= UInt64(payload[footer + 2 + i]) << (8 * UInt64(i)) }
+        return crc64(payload[..<(payload.count - 8)]) == stored
+    }
+
+    /// The value of a verified payload: its kind and value bytes in this
+    /// server's encoding.
+    /// - Throws: `BadFormat` for anything this server cannot read.
+    static func load(_ payload: [UInt8], limits: EncodingLimits) throws(BadFormat) -> (ValueKind, [UInt8]) {
+        var reader = RDBReader(bytes: payload, end: payload.count - 10)
+        guard let type = ObjectType(rawValue: try reader.byte()) else { throw BadFormat() }
+        switch type {
+        case .string:
+            return (.string, try reader.string())
+        case .list:
+            let count = try reader.nonEmptyLength()
+            var list = ListValue()
+            for _ in 0..<count { list.items.append(try reader.string()) }
+            return (.list, list.encoded())
+        case .listQuicklist2:
+            let nodes = try reader.nonEmptyLength()
+            var list = ListValue()
+            for _ in 0..<nodes {
+                let container = try reader.length()
+                let blob = try reader.string()
+                switch container {
+                case 1: list.items.append(blob)  // a plain node: one large element
+                case 2: list.items.append(contentsOf: try Listpack.elements(blob))
+                default: throw BadFormat()
+                }
+            }
+            guard !list.items.isEmpty else { throw BadFormat() }
+            return (.list, list.encoded())
+        case .set, .setIntset:
+            let members = type == .set ? try reader.strings(try reader.nonEmptyLength()) : try intsetMembers(try reader.string())
+            var set = SetValue()
+            for member in members {
+                // A set is built in the large encoding, then settled by its contents.
+                set.large = true
+                guard set.add(member, limits: limits) else { throw BadFormat() }
+            }
+            set.large = false
+            set.settleEncoding(limits: limits)
+            return (.set, set.encoded())
+        case .hash, .hashListpack:
+            let items = type == .hash ? try reader.strings(2 * (try reader.nonEmptyLength())) : try Listpack.elements(try reader.string())
+            guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
+            var hash = HashValue()
+            for i in stride(from: 0, to: items.count, by: 2) {
+                guard hash.set(items[i], items[i + 1]) else { throw BadFormat() }
+            }
+            hash.settleEncoding(limits: limits)
+            return (.hash, hash.encoded())
+        case .zset, .zset2, .zsetListpack:
+            var zset = ZSetValue()
+            if type == .zsetListpack {
+                let items = try Listpack.elements(try reader.string())
+                guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
+                for i in stride(from: 0, to: items.count, by: 2) {
+                    guard let score = parseScoreBound(items[i + 1]), !score.exclusive, zset.score(items[i]) == nil else {
+                        throw BadFormat()
+                    }
+                    zset.set(items[i], score: score.value)
+                }
+            } else {
+                let count = try reader.nonEmptyLength()
+                for _ in 0..<count {
+                    let member = try reader.string()
+                    let score = type == .zset2 ? try reader.binaryDouble() : try reader.textDouble()
+                    guard !score.isNaN, zset.score(member) == nil else { throw BadFormat() }
+                    zset.set(member, score: score)
+                }
+            }
+            zset.settleEncoding(limits: limits)
+            return (.zset, zset.encoded())
+        }
+    }
+
+    // MARK: Lengths and strings
+
+    /// Redis's `rdbSaveLen`: 6 bits, 14 bits, or a marker and 32 or 64 bits big endian.
+    static func appendLength(_ length: Int, to out: inout [UInt8]) {
+        if length < 1 << 6 {
+            out.append(UInt8(length))
+        } else if length < 1 << 14 {
+            out.append(UInt8(length >> 8) | 0x40)
+            out.append(UInt8(length & 0xff))
+        } else if length <= Int(UInt32.max) {
+            out.append(0x80)
+            withUnsafeBytes(of: UInt32(length).bigEndian) { out.append(contentsOf: $0) }
+        } else {
+            out.append(0x81)
+            withUnsafeBytes(of: UInt64(length).bigEndian) { out.append(contentsOf: $0) }
+        }
+    }
+
+    /// Redis's `rdbSaveRawString`: an integer of up to 11 characters that
+    /// fits 32 bits as 1, 2 or 4 bytes; over 20 bytes LZF when it shrinks
+    /// the string; otherwise the length and the bytes.
+    static func appendString(_ bytes: [UInt8], to out: inout [UInt8]) {
+        if bytes.count <= 11, let value = parseStrictInt64(bytes) {
+            if value >= Int64(Int8.min) && value <= Int64(Int8.max) {
+                out.append(0xC0)
+                out.append(UInt8(bitPattern: Int8(value)))
+                return
+            }
+            if value >= Int64(Int16.min) && value <= Int64(Int16.max) {
+                out.append(0xC1)
+                withUnsafeBytes(of: Int16(value).littleEndian) { out.append(contentsOf: $0) }
+                return
+            }
+            if value >= Int64(Int32.min) && value <= Int64(Int32.max) {
+                out.append(0xC2)
+                withUnsafeBytes(of: Int32(value).littleEndian) { out.append(contentsOf: $0) }
+                return
+            }
+        }
+        if bytes.count > 20, let compressed = LZF.compress(bytes, limit: bytes.count - 4) {
+            out.append(0xC3)
+            appendLength(compressed.count, to: &out)
+            appendLength(bytes.count, to: &out)
+            out.append(contentsOf: compressed)
+            return
+        }
+        appendLength(bytes.count, to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    /// The members of an intset blob: encoding (2, 4 or 8 bytes), count, then little-endian integers.
+    private static func intsetMembers(_ blob: [UInt8]) throws(BadFormat) -> [[UInt8]] {
+        guard blob.count >= 8 else { throw BadFormat() }
+        func u32(_ at: Int) -> Int { Int(blob[at]) | Int(blob[at + 1]) << 8 | Int(blob[at + 2]) << 16 | Int(blob[at + 3]) << 24 }
+        let width = u32(0), count = u32(4)
+        guard [2, 4, 8].contains(width), count > 0, blob.count == 8 + width * count else { throw BadFormat() }
+        var members: [[UInt8]] = []
+        for i in 0..<count {
+            var raw: UInt64 = 0
+            for b in 0..<width { raw |= UInt64(blob[8 + i * width + b]) << (8 * UInt64(b)) }
+            let value: Int64
+            switch width {
+            case 2: value = Int64(Int16(truncatingIfNeeded: raw))
+            case 4: value = Int64(Int32(truncatingIfNeeded: raw))
+            default: value = Int64(bitPattern: raw)
+            }
+            members.append(Array(String(value).utf8))
+        }
+        return members
+    }
+}
+
+/// Reads the RDB encoding of one value, up to `end`.
+struct RDBReader {
+    let bytes: [UInt8]
+    let end: Int
+    var index = 0
+
+    init(bytes: [UInt8], end: Int) {
+        self.bytes = bytes
+        self.end = end
+    }
+
+    mutating func byte() throws(RDB.BadFormat) -> UInt8 {
+        guard index < end else { throw RDB.BadFormat() }
+        defer { index += 1 }
+        return bytes[index]
+    }
+
+    mutating func take(_ n: Int) throws(RDB.BadFormat) -> [UInt8] {
+        guard n >= 0, end - index >= n else { throw RDB.BadFormat() }
+        defer { index += n }
+        return Array(bytes[index..<index + n])
+    }
+
+    /// A length, or for an encoded string the encoding (as a negative number - 1).
+    private mutating func lengthOrEncoding() throws(RDB.BadFormat) -> (length: Int, encoded: Bool) {
+        let first = try byte()
+        switch first >> 6 {
+        case 0: return (Int(first & 0x3f), false)
+        case 1: return (Int(first & 0x3f) << 8 | Int(try byte()), false)
+        case 3: return (Int(first & 0x3f), true)
+        default:
+            let width = first == 0x80 ? 4 : first == 0x81 ? 8 : 0
+            guard width > 0 else { throw RDB.BadFormat() }
+            var value: UInt64 = 0
+            for b in try take(width) { value = value << 8 | UInt64(b) }
+            guard value <= UInt64(Int32.max) * 4 else { throw RDB.BadFormat() }
+            return (Int(value), false)
+        }
+    }
+
+    mutating func length() throws(RDB.BadFormat) -> Int {
+        let (length, encoded) = try lengthOrEncoding()
+        guard !encoded else { throw RDB.BadFormat() }
+        return length
+    }
+
+    /// A collection's length; an empty one is refused, as Redis refuses it.
+    mutating func nonEmptyLength() throws(RDB.BadFormat) -> Int {
+        let n = try length()
+        guard n > 0, n <= end - index else { throw RDB.BadFormat() }
+        return n
+    }
+
+    /// A string: plain, an 8/16/32-bit integer, or LZF-compressed.
+    mutating func string() throws(RDB.BadFormat) -> [UInt8] {
+        let (length, encoded) = try lengthOrEncoding()
+        guard encoded else { return try take(length) }
+        switch length {
+        case 0: return Array(String(Int8(bitPattern: try byte())).utf8)
+        case 1:
+            let raw = try take(2)
+            return Array(String(Int16(bitPattern: UInt16(raw[0]) | UInt16(raw[1]) << 8)).utf8)
+        case 2:
+            let raw = try take(4)
+            let bits = UInt32(raw[0]) | UInt32(raw[1]) << 8 | UInt32(raw[2]) << 16 | UInt32(raw[3]) << 24
+            return Array(String(Int32(bitPattern: bits)).utf8)
+        case 3:
+            let compressedLength = try self.length()
+            let originalLength = try self.length()
+            let compressed = try take(compressedLength)
+            guard originalLength > 0, let plain = LZF.decompress(compressed, length: originalLength) else {
+                throw RDB.BadFormat()
+            }
+            return plain
+        default:
+            throw RDB.BadFormat()
+        }
+    }
+
+    mutating func strings(_ count: Int) throws(RDB.BadFormat) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        for _ in 0..<count { result.append(try string()) }
+        return result
+    }
+
+    /// RDB_TYPE_ZSET_2's score: 8 bytes, little endian.
+    mutating func binaryDouble() throws(RDB.BadFormat) -> Double {
+        var bits: UInt64 = 0
+        for (i, b) in try take(8).enumerated() { bits |= UInt64(b) << (8 * UInt64(i)) }
+        return Double(bitPattern: bits)
+    }
+
+    /// RDB_TYPE_ZSET's score: a length byte (253 NaN, 254 +inf, 255 -inf) and text.
+    mutating func textDouble() throws(RDB.BadFormat) -> Double {
+        let n = try byte()
+        switch n {
+        case 253: return .nan
+        case 254: return .infinity
+        case 255: return -.infinity
+        default:
+            guard let value = parseScore(try take(Int(n))) else { throw RDB.BadFormat() }
+            return value
+        }
+    }
+}
+
+/// Redis's listpack, read only: the elements of a listpack blob.
+enum Listpack {
+    static func elements(_ blob: [UInt8]) throws(RDB.BadFormat) -> [[UInt8]] {
+        guard blob.count >= 7 else { throw RDB.BadFormat() }
+        let total = Int(blob[0]) | Int(blob[1]) << 8 | Int(blob[2]) << 16 | Int(blob[3]) << 24
+        guard total == blob.count, blob[blob.count - 1] == 0xff else { throw RDB.BadFormat() }
+        var i = 6
+        var result: [[UInt8]] = []
+        func need(_ n: Int) throws(RDB.BadFormat) { guard n >= 0, i + n <= blob.count - 1 else { throw RDB.BadFormat() } }
+        func signed(_ at: Int, _ width: Int) -> Int64 {
+            var raw: UInt64 = 0
+            for b in 0..<width { raw |= UInt64(blob[at + b]) << (8 * UInt64(b)) }
+            let shift = UInt64(64 - 8 * width)
+            return Int64(bitPattern: raw << shift) >> Int64(shift)
+        }
+        while blob[i] != 0xff {
+            let b = blob[i]
+            var entryLength: Int
+            var element: [UInt8]
+            if b & 0x80 == 0 {
+                entryLength = 1
+                element = Array(String(b & 0x7f).utf8)
+            } else if b & 0xc0 == 0x80 {
+                let n = Int(b & 0x3f)
+                try need(1 + n)
+                entryLength = 1 + n
+                element = Array(blob[(i + 1)..<(i + 1 + n)])
+            } else if b & 0xe0 == 0xc0 {
+                try need(2)
+                entryLength = 2
+                var value = Int64(Int(b & 0x1f) << 8 | Int(blob[i + 1]))
+                if value >= 1 << 12 { value -= 1 << 13 }
+                element = Array(String(value).utf8)
+            } else if b & 0xf0 == 0xe0 {
+                try need(2)
+                let n = Int(b & 0x0f) << 8 | Int(blob[i + 1])
+                try need(2 + n)
+                entryLength = 2 + n
+                element = Array(blob[(i + 2)..<(i + 2 + n)])
+            } else {
+                switch b {
+                case 0xf0:
+                    try need(5)
+                    let n = Int(blob[i + 1]) | Int(blob[i + 2]) << 8 | Int(blob[i + 3]) << 16 | Int(blob[i + 4]) << 24
+                    try need(5 + n)
+                    entryLength = 5 + n
+                    element = Array(blob[(i + 5)..<(i + 5 + n)])
+                case 0xf1, 0xf2, 0xf3, 0xf4:
+                    let width = [0xf1: 2, 0xf2: 3, 0xf3: 4, 0xf4: 8][Int(b)]!
+                    try need(1 + width)
+                    entryLength = 1 + width
+                    element = Array(String(signed(i + 1, width)).utf8)
+                default:
+                    throw RDB.BadFormat()
+                }
+            }
+            let backlen = entryLength < 128 ? 1 : entryLength < 16384 ? 2 : entryLength < 2_097_152 ? 3
+                : entryLength < 268_435_456 ? 4 : 5
+            try need(entryLength + backlen)
+            i += entryLength + backlen
+            result.append(element)
+        }
+        guard i == blob.count - 1 else { throw RDB.BadFormat() }
+        return result
+    }
+}
+
+/// LZF as liblzf 3.6 in Redis (HLOG 16, VERY_FAST), with a hash table that
+/// starts empty.
+enum LZF {
+    private static let hashLog = 16
+    private static let maxLiteral = 1 << 5
+    private static let maxOffset = 1 << 13
+    private static let maxReference = (1 << 8) + (1 << 3)
+
+    @inline(__always)
+    private static func slot(_ h: UInt32) -> Int {
+        Int(((h >> UInt32(3 * 8 - hashLog)) &- (h &* 5)) & UInt32((1 << hashLog) - 1))
+    }
+
+    /// Compresses `input` into at most `limit` bytes; nil when it does not fit.
+    static func compress(_ input: [UInt8], limit: Int) -> [UInt8]? {
+        let inLength = input.count
+        guard inLength > 0, limit > 0, inLength >= 3 else { return nil }
+        var table = [Int](repeating: 0, count: 1 << hashLog)
+        var out = [UInt8](repeating: 0, count: limit)
+        var ip = 0, op = 0
+        var lit = 0
+        op += 1  // start run
+        func first(_ p: Int) -> UInt32 { UInt32(input[p]) << 8 | UInt32(input[p + 1]) }
+        func next(_ v: UInt32, _ p: Int) -> UInt32 { (v << 8) | UInt32(input[p + 2]) }
+        var hval = first(ip)
+        while ip < inLength - 2 {
+            hval = next(hval, ip)
+            let h = slot(hval)
+            let ref = table[h]
+            table[h] = ip
+            let off = ip - ref - 1
+            if ref > 0 && ref < ip && off < maxOffset && input[ref + 2] == input[ip + 2]
+                && input[ref] == input[ip] && input[ref + 1] == input[ip + 1] {
+                var len = 2
+                let maxLength = min(inLength - ip - len, maxReference)
+                if op + 3 + 1 >= limit && op - (lit == 0 ? 1 : 0) + 3 + 1 >= limit { return nil }
+                out[op - lit - 1] = UInt8(truncatingIfNeeded: lit - 1)  // stop run
+                op -= lit == 0 ? 1 : 0  // undo run if length is zero
+                // liblzf's loop: 16 unchecked steps when far from the end, then one at a time.
+                var mismatched = false
+                if maxLength > 16 {
+                    for _ in 0..<16 {
+                        len += 1
+                        if input[ref + len] != input[ip + len] { mismatched = true; break }
+                    }
+                }
+                if !mismatched {
+                    repeat { len += 1 } while len < maxLength && input[ref + len] == input[ip + len]
+                }
+                len -= 2  // now #octets - 1
+                ip += 1
+                if len < 7 {
+                    out[op] = UInt8(truncatingIfNeeded: (off >> 8) + (len << 5)); op += 1
+                } else {
+                    out[op] = UInt8(truncatingIfNeeded: (off >> 8) + (7 << 5)); op += 1
+                    out[op] = UInt8(truncatingIfNeeded: len - 7); op += 1
+                }
+                out[op] = UInt8(truncatingIfNeeded: off); op += 1
+                lit = 0; op += 1  // start run
+                ip += len + 1
+                if ip >= inLength - 2 { break }
+                ip -= 2
+                hval = first(ip)
+                hval = next(hval, ip)
+                table[slot(hval)] = ip
+                ip += 1
+                hval = next(hval, ip)
+                table[slot(hval)] = ip
+                ip += 1
+            } else {
+                if op >= limit { return nil }
+                lit += 1; out[op] = input[ip]; op += 1; ip += 1
+                if lit == maxLiteral {
+                    out[op - lit - 1] = UInt8(truncatingIfNeeded: lit - 1)
+                    lit = 0; op += 1
+                }
+            }
+        }
+        if op + 3 > limit { return nil }
+        while ip < inLength {
+            lit += 1; out[op] = input[ip]; op += 1; ip += 1
+            if lit == maxLiteral {
+                out[op - lit - 1] = UInt8(truncatingIfNeeded: lit - 1)
+                lit = 0; op += 1
+            }
+        }
+        out[op - lit - 1] = UInt8(truncatingIfNeeded: lit - 1)  // end run
+        op -= lit == 0 ? 1 : 0
+        return Array(out[..<op])
+    }
+
+    /// Decompresses to exactly `length` bytes; nil when the data do not.
+    static func decompress(_ input: [UInt8], length: Int) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(length)
+        var ip = 0
+        while ip < input.count {
+            let ctrl = Int(input[ip]); ip += 1
+            if ctrl < 1 << 5 {
+                let n = ctrl + 1
+                guard ip + n <= input.count, out.count + n <= length else { return nil }
+                out.append(contentsOf: input[ip..<ip + n])
+                ip += n
+            } else {
+                var len = ctrl >> 5
+                if len == 7 {
+                    guard ip < input.count else { return nil }
+                    len += Int(input[ip]); ip += 1
+                }
+                guard ip < input.count else { return nil }
+                let ref = out.count - ((ctrl & 0x1f) << 8) - 1 - Int(input[ip]); ip += 1
+                len += 2
+                guard ref >= 0, out.count + len <= length else { return nil }
+                for k in 0..<len { out.append(out[ref + k]) }
+            }
+        }
+        return out.count == length ? out : nil
+    }
+}
