@@ -99,6 +99,7 @@ def test_logfile_directive(fresh_server, tmp_path):
     assert oct(os.stat(logfile).st_mode & 0o777) == oct(0o600)
 
 
+@pytest.mark.commit_durability  # under everysec a SET and its DEL can cancel out before reaching the file
 def test_startup_logs_progress_while_vacuuming_a_churned_cache(fresh_server):
     s = fresh_server()
     c = s.raw()

@@ -1,0 +1,603 @@
+"""Shared pieces of the benchmark scripts in bench/: machine facts, the
+Swift build (never two at once on this machine), servers on free loopback
+ports that are always stopped, a small RESP client, and BENCHMARKS.md,
+whose sections each script rewrites.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as _dt
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+KVCACHE_BIN = REPO / ".build" / "release" / "kvcache-server"
+BENCHMARKS_MD = REPO / "BENCHMARKS.md"
+HOST = "127.0.0.1"
+SWIFT_BUILD_LOCK = "/tmp/swift-build.lock"
+
+
+class HarnessError(Exception):
+    """A failure of the harness itself (not a slow result): exit non-zero."""
+
+
+def log(*parts: object) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Signals: SIGTERM and SIGHUP unwind like Ctrl-C, so every `finally` runs.
+
+def _raise_interrupt(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def install_signal_handlers() -> None:
+    # SIGINT too: a shell without job control starts background jobs with it ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupt)
+
+
+def main_wrapper(main) -> None:
+    """Runs main(); exit 0 on success, 1 on a harness failure, 130 on Ctrl-C.
+    Servers are stopped in every case."""
+    install_signal_handlers()
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        log("interrupted: stopping servers")
+        code = 130
+    except HarnessError as error:
+        log(f"harness failure: {error}")
+        code = 1
+    finally:
+        stop_all_servers()
+    sys.exit(code or 0)
+
+
+# --------------------------------------------------------------------------
+# The Swift build: two cores, and another engineer builds too.
+
+def swift_build_running() -> bool:
+    try:
+        out = subprocess.run(["pgrep", "-f", "swift-build"], capture_output=True, text=True)
+    except FileNotFoundError:
+        return False
+    mine = str(os.getpid())
+    return any(pid.strip() and pid.strip() != mine for pid in out.stdout.splitlines())
+
+
+def wait_for_no_swift_build(max_seconds: float | None = None, quiet: bool = False) -> bool:
+    """Waits until `pgrep -f swift-build` finds nothing. Returns False if
+    max_seconds passed first."""
+    start = time.monotonic()
+    said = False
+    while swift_build_running():
+        if not said and not quiet:
+            log("waiting for a running swift-build to finish...")
+            said = True
+        if max_seconds is not None and time.monotonic() - start > max_seconds:
+            return False
+        time.sleep(2)
+    return True
+
+
+def build_kvcache(product: str = "kvcache-server", timeout: float = 3600) -> None:
+    """`swift build -c release --product PRODUCT`, after any other Swift build."""
+    wait_for_no_swift_build()
+    # Also hold /tmp/swift-build.lock, which other builds on this machine take
+    # with flock(1), so a build started between the check and ours waits.
+    import fcntl
+    with open(SWIFT_BUILD_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        wait_for_no_swift_build()
+        log(f"building: swift build -c release --product {product}")
+        t0 = time.monotonic()
+        try:
+            result = subprocess.run(["swift", "build", "-c", "release", "--product", product],
+                                    cwd=REPO, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise HarnessError("swift is not on the PATH")
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"swift build took over {timeout:.0f} s")
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        raise HarnessError(f"swift build failed (exit {result.returncode}):\n{tail}")
+    log(f"built in {time.monotonic() - t0:.1f} s")
+
+
+def ensure_kvcache(build: bool) -> None:
+    if build:
+        build_kvcache()
+    if not KVCACHE_BIN.exists():
+        raise HarnessError(f"{KVCACHE_BIN} does not exist (build it, or drop --no-build)")
+
+
+def loadavg() -> float | None:
+    """The 1-minute load average (2.0 fills this machine's 2 cores)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# --------------------------------------------------------------------------
+# Machine facts.
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        text = (out.stdout or out.stderr).strip()
+        return text.splitlines()[0] if text else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+
+
+def git_commit() -> str:
+    """HEAD's hash, read from .git without writing anything; '+dirty' if the
+    tracked files differ from it."""
+    git = REPO / ".git"
+    commit = "unknown"
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            ref_file = git / ref
+            if ref_file.exists():
+                commit = ref_file.read_text().strip()
+            elif (git / "packed-refs").exists():
+                for line in (git / "packed-refs").read_text().splitlines():
+                    if line.endswith(" " + ref):
+                        commit = line.split()[0]
+        else:
+            commit = head
+    except OSError:
+        return commit
+    try:
+        out = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "-uno"],
+                             cwd=REPO, capture_output=True, text=True, timeout=60)
+        if out.returncode == 0 and out.stdout.strip():
+            commit += "+dirty"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return commit
+
+
+def machine_info() -> dict:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    sqlite = _first_line(["sh", "-c", "dpkg-query -W -f='${Version}' libsqlite3-0 2>/dev/null"])
+    openssl = _first_line(["sh", "-c", "dpkg-query -W -f='${Version}' libssl3 2>/dev/null"])
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram": ram,
+        "kernel": platform.release(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": git_commit(),
+        "redis_server": _first_line(["redis-server", "--version"]),
+        "redis_benchmark": _first_line(["redis-benchmark", "--version"]),
+        "swift": _first_line(["swift", "--version"]),
+        "gcc": _first_line(["gcc", "--version"]),
+        "sqlite": sqlite,
+        "openssl": openssl,
+        "python": platform.python_version(),
+    }
+
+
+def machine_markdown(info: dict) -> str:
+    return "\n".join([
+        "| | |", "|---|---|",
+        f"| CPU | {info['cpu']} |",
+        f"| cores | {info['cores']} |",
+        f"| RAM | {info['ram']} |",
+        f"| kernel | {info['kernel']} |",
+        f"| redis-server | {info['redis_server']} |",
+        f"| redis-benchmark | {info['redis_benchmark']} |",
+        f"| swift | {info['swift']} |",
+        f"| gcc | {info['gcc']} |",
+        f"| libsqlite3 / libssl3 | {info['sqlite']} / {info['openssl']} |",
+        "",
+        "The machine is a virtual machine with 2 cores: the server under test, the load "
+        "generator (`redis-benchmark` or a Python client) and anything else running (another "
+        "engineer's Swift build, hypervisor steal time) share them, so absolute figures are "
+        "low and noisy; compare servers measured in the same run.",
+    ])
+
+
+def binary_stamp(path: Path = KVCACHE_BIN) -> str:
+    """When the kvcache-server binary was built (the tree may have moved on since)."""
+    try:
+        return _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except OSError:
+        return "missing"
+
+
+def run_stamp(info: dict, command: str, binary: str | None = None) -> str:
+    return (f"Run {info['date']} on commit `{info['commit']}`"
+            + (f" (`kvcache-server` binary built {binary})" if binary else "") + f": `{command}`")
+
+
+# --------------------------------------------------------------------------
+# BENCHMARKS.md: sections between markers, rewritten by their own script.
+
+SECTION_ORDER = ["machine", "compare", "engine", "scale", "restart"]
+_HEADER = """# Benchmarks
+
+kvcache-server (SQLite file per cache) side by side with Debian's `redis-server`.
+This file is generated: each section below is rewritten by the script named in it
+(`bench/compare.py`, `bench/engine/run.py`, `bench/scale.py`, `bench/restart.py`);
+edit the scripts, not this file.
+"""
+
+
+def _parse_sections(text: str) -> dict[str, str]:
+    sections = {}
+    for match in re.finditer(r"<!-- BEGIN (\w+) -->\n(.*?)<!-- END \1 -->\n?", text, re.S):
+        sections[match.group(1)] = match.group(2)
+    return sections
+
+
+def update_sections(updates: dict[str, str], path: Path = BENCHMARKS_MD) -> None:
+    """Replaces (or adds) the named sections of BENCHMARKS.md, keeping the others."""
+    sections = _parse_sections(path.read_text()) if path.exists() else {}
+    for name, body in updates.items():
+        sections[name] = body.rstrip("\n") + "\n"
+    names = [n for n in SECTION_ORDER if n in sections] + sorted(n for n in sections if n not in SECTION_ORDER)
+    out = [_HEADER]
+    for name in names:
+        out.append(f"<!-- BEGIN {name} -->\n{sections[name]}<!-- END {name} -->\n")
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(out))
+    tmp.replace(path)
+    log(f"updated {path.relative_to(REPO) if path.is_relative_to(REPO) else path}: {', '.join(updates)}")
+
+
+def update_machine_section(info: dict, path: Path = BENCHMARKS_MD) -> None:
+    update_sections({"machine": "## Machine\n\n" + machine_markdown(info) + "\n"}, path)
+
+
+# --------------------------------------------------------------------------
+# Servers.
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+_servers: list["Server"] = []
+_tempdirs: list[str] = []
+
+
+def make_tempdir(prefix: str) -> str:
+    path = tempfile.mkdtemp(prefix=prefix)
+    _tempdirs.append(path)
+    return path
+
+
+def stop_all_servers() -> None:
+    for server in list(_servers):
+        server.stop(timeout=10)
+    for path in list(_tempdirs):
+        shutil.rmtree(path, ignore_errors=True)
+        _tempdirs.remove(path)
+
+
+atexit.register(stop_all_servers)
+
+
+class ServerFailed(Exception):
+    """A server did not start (reported as skipped, not a harness failure)."""
+
+
+class Server:
+    """One server process on a free loopback port, in a directory of its own.
+
+    `argv_for(port, dir)` builds its command line. The process is registered
+    so that it is stopped on exit, Ctrl-C or an exception.
+    """
+
+    def __init__(self, name: str, argv_for, kind: str, data_dir: str | None = None):
+        self.name = name
+        self.argv_for = argv_for
+        self.kind = kind  # "redis" or "kvcache"
+        self.dir = data_dir or make_tempdir(f"bench-{name}-")
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.argv: list[str] = []
+        self.spawned_at = 0.0
+        self.log_path = os.path.join(self.dir, "server.log")
+
+    @property
+    def display_argv(self) -> list[str]:
+        """The command line with P for the port and D for the directory."""
+        argv = self.argv_for("P", "D")
+        return [str(Path(a).relative_to(REPO)) if a.startswith(str(REPO) + "/") else a for a in argv]
+
+    def spawn(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.argv = self.argv_for(self.port, self.dir)
+        logf = open(self.log_path, "ab")
+        self.spawned_at = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as error:
+            raise ServerFailed(f"{self.argv[0]}: {error}")
+        finally:
+            logf.close()
+        _servers.append(self)
+
+    def start(self, timeout: float = 30, attempts: int = 3) -> None:
+        """Spawns and waits for PING to answer. Raises ServerFailed."""
+        last = ""
+        for _ in range(attempts):
+            self.spawn()
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                try:
+                    with Client(self.port, timeout=2) as c:
+                        if c.command("PING") == "PONG":
+                            return
+                except (OSError, RespError):
+                    pass
+                time.sleep(0.02)
+            code = self.proc.poll()
+            last = self.log_tail()
+            self.stop(timeout=5)
+            if code is None:
+                raise ServerFailed(f"no PONG within {timeout:.0f} s; log: {last}")
+            if "Address already in use" not in last and "address in use" not in last.lower():
+                raise ServerFailed(f"exited with code {code}: {last}")
+        raise ServerFailed(f"could not bind a port: {last}")
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = Path(self.log_path).read_text(errors="replace").strip().splitlines()
+            return " | ".join(text[-lines:])
+        except OSError:
+            return ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def rss_bytes(self) -> int | None:
+        if not self.alive():
+            return None
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+    def stop(self, timeout: float = 60) -> int | None:
+        """SIGTERM (a clean stop for both servers), then SIGKILL after timeout.
+        Returns the exit code."""
+        proc = self.proc
+        if proc is None:
+            return None
+        code = proc.poll()
+        if code is None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                log(f"{self.name}: no exit {timeout:.0f} s after SIGTERM; killing pid {proc.pid}")
+                proc.kill()
+                code = proc.wait()
+        if self in _servers:
+            _servers.remove(self)
+        self.proc = None
+        return code
+
+
+def redis_server(name: str, extra: list[str], data_dir: str | None = None) -> Server:
+    def argv(port: int, d: str) -> list[str]:
+        return ["redis-server", "--port", str(port), "--bind", HOST, "--dir", d,
+                "--daemonize", "no", "--logfile", "", *extra]
+    return Server(name, argv, "redis", data_dir)
+
+
+def kvcache_server(name: str, extra: list[str], data_dir: str | None = None) -> Server:
+    def argv(port: int, d: str) -> list[str]:
+        return [str(KVCACHE_BIN), "--port", str(port), "--dir", d, *extra]
+    return Server(name, argv, "kvcache", data_dir)
+
+
+REDIS_NOPERSIST = ["--save", "", "--appendonly", "no"]
+REDIS_AOF_EVERYSEC = ["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
+
+
+# --------------------------------------------------------------------------
+# A small RESP2 client.
+
+class RespError(Exception):
+    pass
+
+
+class Client:
+    def __init__(self, port: int, timeout: float = 30, host: str = HOST):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    @staticmethod
+    def encode(*args) -> bytes:
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            if isinstance(a, str):
+                a = a.encode()
+            elif isinstance(a, int):
+                a = str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        return b"".join(out)
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        self.buf += chunk
+
+    def _line(self) -> bytes:
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line = bytes(self.buf[:i])
+                del self.buf[:i + 2]
+                return line
+            self._fill()
+
+    def read_reply(self, raise_errors: bool = True):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            if raise_errors:
+                raise RespError(rest.decode(errors="replace"))
+            return RespError(rest.decode(errors="replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._fill()
+            data = bytes(self.buf[:n])
+            del self.buf[:n + 2]
+            return data
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read_reply(raise_errors) for _ in range(n)]
+        raise RespError(f"unexpected reply line {line[:60]!r}")
+
+    def command(self, *args, raise_errors: bool = True):
+        self.sock.sendall(self.encode(*args))
+        return self.read_reply(raise_errors)
+
+    def expect_ok(self, count: int) -> None:
+        """Reads `count` replies that must all be +OK (fast path for pipelined SETs)."""
+        need = count * 5
+        while len(self.buf) < need:
+            self._fill()
+        head = bytes(self.buf[:need])
+        if head.count(b"+OK\r\n") == count:
+            del self.buf[:need]
+            return
+        for _ in range(count):
+            reply = self.read_reply(raise_errors=False)
+            if reply != "OK":
+                raise RespError(f"SET answered {reply!r}")
+
+
+VALUE_100 = b"x" * 100
+SET_TEMPLATE = b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$100\r\n" + VALUE_100 + b"\r\n"
+
+
+def bench_key(n: int) -> bytes:
+    """The key redis-benchmark uses for `key:__rand_int__` with -r: 12 digits."""
+    return b"key:%012d" % n
+
+
+def pipelined_sets(client: Client, start: int, stop: int, batch: int = 1000) -> None:
+    """SET key:<n> (redis-benchmark's format) to a 100-byte value for n in
+    [start, stop), `batch` commands per round trip."""
+    for lo in range(start, stop, batch):
+        hi = min(stop, lo + batch)
+        client.sock.sendall(b"".join([SET_TEMPLATE % n for n in range(lo, hi)]))
+        client.expect_ok(hi - lo)
+
+
+def file_size(path: str | Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def dir_size(path: str | Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            total += file_size(os.path.join(root, f))
+    return total
+
+
+def mib(n: float | None) -> str:
+    return "?" if n is None else f"{n / 1048576:.1f} MiB"
+
+
+def fmt_rps(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:,.0f}"
+
+
+def median(values: list[float]) -> float | None:
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def markdown_table(headers: list[str], rows: list[list[str]], align: str | None = None) -> str:
+    align = align or ("l" + "r" * (len(headers) - 1))
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    def line(cells):
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
