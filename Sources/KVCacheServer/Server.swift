@@ -455,6 +455,7 @@ public final class Server {
         }
         if !monitors.isEmpty { feedMonitors(args, from: connection) }
         touchedByCommand.removeAll(keepingCapacity: true)
+        joinBatch(connection.cache)
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
         do {
@@ -566,6 +567,15 @@ public final class Server {
 
     /// Clears the caches the running command wrote to (EXEC: its commands recorded theirs).
     func forgetTouchedCaches() { touchedByCommand.removeAll(keepingCapacity: true) }
+
+    /// Joins `cache` to this iteration's batch, so its reads share one
+    /// SQLite transaction (committed with the iteration's writes).
+    func joinBatch(_ cache: OpenCache) {
+        guard !cache.inBatch, cache.openError == nil else { return }
+        guard (try? cache.engine.beginBatch()) != nil else { return }
+        cache.inBatch = true
+        dirtyCaches.append(cache)
+    }
 
     /// The engine of `cache`, joined to this iteration's batch, for a write.
     func writable(_ cache: OpenCache) throws -> SQLiteKVCache {

@@ -17,8 +17,11 @@ extension CacheStore {
     }
 
     /// Runs a read, mapping SQLite failures to `readFailed`.
+    /// Inside a batch, reads share one (deferred) transaction, so a loop
+    /// iteration's reads take SQLite's shared-memory locks once, not each.
     func read<R>(_ body: () throws -> R) throws(SQLiteKVCache.Error) -> R {
         do {
+            if batchOpen && !db.isInTransaction { try db.execute("BEGIN") }
             return try body()
         } catch let failure as SQLiteFailure {
             throw failure.asReadError

@@ -37,6 +37,8 @@ final class CacheStore {
 
     var batchOpen = false
     var batchError: SQLiteKVCache.Error?
+    /// Whether the open transaction has written (a batch may only have read).
+    var transactionWrites = false
     /// Deferred writes (see CacheStore+Deferred): whether on, and what waits.
     var deferWrites = false
     var pending: [KeyDigest: PendingWrite] = [:]
@@ -247,6 +249,7 @@ final class CacheStore {
         let ownTransaction = !batchOpen
         do {
             if !db.isInTransaction { try db.execute("BEGIN IMMEDIATE") }
+            transactionWrites = true
             let result = try body()
             if ownTransaction { try commitTransaction() }
             return result
@@ -267,6 +270,11 @@ final class CacheStore {
     }
 
     private func commitTransaction() throws {
+        defer { transactionWrites = false }
+        if !transactionWrites && pending.isEmpty && pendingTouches.isEmpty {
+            try db.execute("COMMIT")  // a batch that only read
+            return
+        }
         try applyPending()
         try flushTouches()
         let stmt = try db.statement(
@@ -282,6 +290,7 @@ final class CacheStore {
     /// Rolls back whatever is open and reloads the totals it changed.
     private func abandonTransaction() {
         if db.isInTransaction { try? db.execute("ROLLBACK") }
+        transactionWrites = false
         pendingTouches.removeAll()
         pending.removeAll()
         pendingBytes = 0
