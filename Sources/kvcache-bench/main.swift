@@ -10,17 +10,33 @@ var entries = 10_000
 var mode = "put1000"
 var ops: Int?
 var directory = FileManager.default.temporaryDirectory.path + "/kvcache-bench-\(getpid())"
+let usage = "usage: kvcache-bench [--entries N] [--mode put1|put1000|get|get-tier] [--ops M] [--dir D]\n"
+
+func usageError(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("kvcache-bench: \(message)\n\(usage)".utf8))
+    exit(2)
+}
+
 var args = CommandLine.arguments.dropFirst()
 while let flag = args.popFirst() {
-    guard let value = args.popFirst() else { fatalError("\(flag) needs a value") }
+    if flag == "--help" || flag == "-h" {
+        print(usage, terminator: "")
+        exit(0)
+    }
+    guard let value = args.popFirst() else { usageError("\(flag) needs a value") }
     switch flag {
-    case "--entries": entries = Int(value)!
+    case "--entries":
+        guard let number = Int(value) else { usageError("--entries needs a number, got '\(value)'") }
+        entries = number
     case "--mode": mode = value
-    case "--ops": ops = Int(value)!
+    case "--ops":
+        guard let number = Int(value) else { usageError("--ops needs a number, got '\(value)'") }
+        ops = number
     case "--dir": directory = value
-    default: fatalError("unknown option \(flag)")
+    default: usageError("unknown option \(flag)")
     }
 }
+guard ["put1", "put1000", "get", "get-tier"].contains(mode) else { usageError("unknown mode '\(mode)'") }
 
 func key(_ n: Int) -> [UInt8] { Array("key:\(n)".utf8) }
 let value = [UInt8](repeating: 0x61, count: 100)
