@@ -56,14 +56,27 @@ while n < entries {
     try cache.commitBatch()
 }
 
-var generator = SystemRandomNumberGenerator()
+/// xorshift64*, seeded as ceiling.c's: both sides draw the same key
+/// sequence, and no system call per draw (SystemRandomNumberGenerator makes
+/// one, which was a visible share of a get).
+struct XorShift64Star: RandomNumberGenerator {
+    var state: UInt64 = 88_172_645_463_325_252
+    mutating func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 2_685_821_657_736_338_717
+    }
+}
+var generator = XorShift64Star()
+@MainActor func randomKey() -> Int { Int(generator.next() % UInt64(entries)) }
 let count: Int
 let start = DispatchTime.now().uptimeNanoseconds
 switch mode {
 case "put1":
     count = ops ?? 5_000
     for _ in 0..<count {
-        try cache.put(key: key(Int.random(in: 0..<entries, using: &generator)), storageDate: Date(), metadata: [], value: value)
+        try cache.put(key: key(randomKey()), storageDate: Date(), metadata: [], value: value)
     }
 case "put1000":
     count = ops ?? 100_000
@@ -71,7 +84,7 @@ case "put1000":
     while done < count {
         try cache.beginBatch()
         for _ in 0..<min(1000, count - done) {
-            try cache.put(key: key(Int.random(in: 0..<entries, using: &generator)), storageDate: Date(), metadata: [], value: value)
+            try cache.put(key: key(randomKey()), storageDate: Date(), metadata: [], value: value)
             done += 1
         }
         try cache.commitBatch()
@@ -79,7 +92,7 @@ case "put1000":
 case "get", "get-tier":
     count = ops ?? 200_000
     for _ in 0..<count {
-        guard try cache.get(key: key(Int.random(in: 0..<entries, using: &generator))) != nil else { fatalError("missing key") }
+        guard try cache.get(key: key(randomKey())) != nil else { fatalError("missing key") }
     }
 default:
     fatalError("unknown mode \(mode)")
