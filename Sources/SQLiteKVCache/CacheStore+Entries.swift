@@ -51,7 +51,7 @@ extension CacheStore {
                 return nil
             }
             if policy == .lru { touch(digest) }
-            return cached
+            return cached.entry(key: key)
         }
         let found: SQLiteKVCache.Entry? = try read {
             let stmt = try db.statement(
@@ -180,10 +180,7 @@ extension CacheStore {
             totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
             totals.apply(size: old.size, expiresAt: expiresAt, sign: 1)
             if let expiresAt { earliestExpiry = min(earliestExpiry, expiresAt) }
-            if var cached = tier.get(digest) {
-                cached.expiresAt = expiresAt
-                tier.set(digest, cached)
-            }
+            tier.setExpiry(digest, expiresAt)
             return true
         }
     }

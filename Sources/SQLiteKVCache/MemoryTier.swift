@@ -1,3 +1,5 @@
+import Foundation
+
 /// Hot entries kept in memory, bounded in bytes, so repeated reads skip
 /// SQLite. The engine keeps it coherent: every write, delete, expiry,
 /// eviction and rollback updates or drops the entries it touches.
@@ -14,8 +16,38 @@ final class MemoryTier {
     private(set) var hits = 0
     private(set) var misses = 0
 
+    /// An entry as the tier keeps it: without its key, which every caller
+    /// already holds (it found the slot by the key's digest). A hit then
+    /// touches one array fewer, and the tier holds more entries per byte.
+    struct Cached {
+        var storageDate: Date
+        var metadata: [UInt8]
+        var value: [UInt8]
+        var expiresAt: Int64?
+        var kind: ValueKind
+        var keyCount: Int
+
+        init(_ entry: SQLiteKVCache.Entry) {
+            storageDate = entry.storageDate
+            metadata = entry.metadata
+            value = entry.value
+            expiresAt = entry.expiresAt
+            kind = entry.kind
+            keyCount = entry.key.count
+        }
+
+        /// The bytes the entry counts against its cache's capacity.
+        var contentSize: Int { keyCount + value.count + metadata.count }
+
+        /// The whole entry, given its key.
+        func entry(key: [UInt8]) -> SQLiteKVCache.Entry {
+            SQLiteKVCache.Entry(key: key, storageDate: storageDate, metadata: metadata, value: value,
+                                expiresAt: expiresAt, kind: kind)
+        }
+    }
+
     private struct Slot {
-        var entry: SQLiteKVCache.Entry
+        var cached: Cached
         var referenced: Bool
     }
     private var slots: [KeyDigest: Slot] = [:]
@@ -31,10 +63,10 @@ final class MemoryTier {
 
     var count: Int { slots.count }
 
-    static func cost(_ entry: SQLiteKVCache.Entry) -> Int { entry.contentSize + overhead }
+    static func cost(_ cached: Cached) -> Int { cached.contentSize + overhead }
 
     /// The entry for `digest`, marking it recently used.
-    func get(_ digest: KeyDigest) -> SQLiteKVCache.Entry? {
+    func get(_ digest: KeyDigest) -> Cached? {
         guard budget > 0 else { return nil }
         guard let index = slots.index(forKey: digest) else {
             misses += 1
@@ -42,24 +74,31 @@ final class MemoryTier {
         }
         hits += 1
         slots.values[index].referenced = true
-        return slots.values[index].entry
+        return slots.values[index].cached
     }
 
     /// The entry for `digest`, without counting a hit or marking it used.
-    func peek(_ digest: KeyDigest) -> SQLiteKVCache.Entry? {
-        slots[digest]?.entry
+    func peek(_ digest: KeyDigest) -> Cached? {
+        slots[digest]?.cached
+    }
+
+    /// Changes the expiry of `digest`'s entry, if the tier holds it.
+    func setExpiry(_ digest: KeyDigest, _ expiresAt: Int64?) {
+        guard let index = slots.index(forKey: digest) else { return }
+        slots.values[index].cached.expiresAt = expiresAt
     }
 
     /// Stores (or replaces) the entry for `digest`, then evicts to the budget.
     /// An entry larger than a quarter of the budget is not kept.
     func set(_ digest: KeyDigest, _ entry: SQLiteKVCache.Entry) {
-        let cost = Self.cost(entry)
+        let cached = Cached(entry)
+        let cost = Self.cost(cached)
         guard budget > 0, cost <= budget / 4 else {
             remove(digest)
             return
         }
-        if let old = slots.updateValue(Slot(entry: entry, referenced: false), forKey: digest) {
-            bytes -= Self.cost(old.entry)
+        if let old = slots.updateValue(Slot(cached: cached, referenced: false), forKey: digest) {
+            bytes -= Self.cost(old.cached)
         } else {
             ring.append(digest)
         }
@@ -69,7 +108,7 @@ final class MemoryTier {
 
     func remove(_ digest: KeyDigest) {
         if let old = slots.removeValue(forKey: digest) {
-            bytes -= Self.cost(old.entry)
+            bytes -= Self.cost(old.cached)
             // Its ring slot goes stale and is skipped by the hand.
         }
         if ring.count > 64 && ring.count > 2 * slots.count { compactRing() }
@@ -96,7 +135,7 @@ final class MemoryTier {
                 slots.values[index].referenced = false
                 hand += 1
             } else {
-                bytes -= Self.cost(slots.values[index].entry)
+                bytes -= Self.cost(slots.values[index].cached)
                 slots.remove(at: index)
                 ring.swapAt(hand, ring.count - 1)
                 ring.removeLast()
