@@ -68,6 +68,13 @@ public final class Server {
     /// Set when the last sweep or eviction step left work: poll instead of sleeping.
     private var backgroundWorkPending = false
     static let sweepBatch = 32
+    /// Keys the sweep and eviction removed since the last commit.
+    private var backgroundRemovals = 0
+    /// A commit of nothing but sweep or eviction work is due at this many
+    /// removals (or 100 ms): every removal dirties about a page, and one
+    /// commit of a mass expiry's 100 ms (thousands of pages) held the loop
+    /// for over 100 ms.
+    static let backgroundCommitRemovals = 256
     /// Time the expiry sweep may take per loop iteration.
     static let sweepBudgetMicroseconds = 1000
     /// Milliseconds a client of the TLS port may take to finish its handshake.
@@ -506,12 +513,13 @@ public final class Server {
             // Only the sweep (or eviction) wrote: nothing to acknowledge, and
             // an expired key is as good as gone, so commit those at most every 100 ms.
             let now = Self.nowMilliseconds()
-            guard now - lastCommit >= 100 else { return }
+            guard now - lastCommit >= 100 || backgroundRemovals >= Self.backgroundCommitRemovals else { return }
             lastCommit = now
         } else {
             lastCommit = Self.nowMilliseconds()
         }
         clientWrotePending = false
+        backgroundRemovals = 0
         commitBatches()
     }
 
@@ -748,8 +756,11 @@ public final class Server {
                 let engine = try writable(cache)
                 // Small steps until the iteration's budget is spent: a mass
                 // expiry spreads over iterations, between which clients are served.
-                while try engine.removeExpired(limit: Self.sweepBatch) == Self.sweepBatch {
-                    if Self.monotonicMicroseconds() >= deadline {
+                while true {
+                    let removed = try engine.removeExpired(limit: Self.sweepBatch)
+                    backgroundRemovals += removed
+                    guard removed == Self.sweepBatch else { break }
+                    if Self.monotonicMicroseconds() >= deadline || backgroundRemovals >= Self.backgroundCommitRemovals {
                         backgroundWorkPending = true
                         return
                     }
@@ -765,7 +776,8 @@ public final class Server {
     func continueEviction() {
         for cache in registry.open.values where cache.needsEviction {
             do {
-                cache.needsEviction = !(try writable(cache).evict(limit: 1000))
+                cache.needsEviction = !(try writable(cache).evict(limit: Self.backgroundCommitRemovals))
+                backgroundRemovals += Self.backgroundCommitRemovals
             } catch {
                 logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
                 cache.needsEviction = false

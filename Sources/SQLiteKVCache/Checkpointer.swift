@@ -12,11 +12,12 @@ import Foundation
 ///
 /// A background pass can never finish the job, though: the owner keeps
 /// appending while it runs, and SQLite rewinds the WAL only when a writer
-/// starts after a checkpoint that caught up completely. So once a pass is
-/// done, the owner runs a PASSIVE checkpoint of its own between
-/// transactions (`finishIfDue`): it copies only the frames appended
-/// meanwhile, and the next write transaction starts the WAL over. Without
-/// it the WAL grows without bound under steady writes.
+/// starts after a checkpoint that caught up completely. So once a pass
+/// leaves a short tail (at most `ownerTailFrames` frames appended while it
+/// ran), the owner runs a PASSIVE checkpoint of its own between
+/// transactions (`finishIfDue`): it copies only that tail, and the next
+/// write transaction starts the WAL over. Without it the WAL grows without
+/// bound under steady writes; a longer tail waits for another pass.
 final class Checkpointer: @unchecked Sendable {
     /// One thread for every cache of the process: checkpoints are rare and
     /// I/O-bound, and a queue keeps them from running two at once.
@@ -24,6 +25,8 @@ final class Checkpointer: @unchecked Sendable {
 
     let path: String
     let threshold: Int32
+    /// The most frames the owner copies itself to finish a checkpoint.
+    static let ownerTailFrames: Int32 = 256
     /// Touched on the queue only.
     private var connection: SQLiteConnection?
     /// Set on the owner's thread when a checkpoint is asked for, cleared on the queue when done.
@@ -38,9 +41,14 @@ final class Checkpointer: @unchecked Sendable {
         self.threshold = threshold
     }
 
-    /// Called after each commit with the WAL's size in pages.
+    /// Called after each commit with the WAL's size in pages. A pass starts
+    /// at `threshold` pages, and again after each pass while the WAL stays
+    /// over it (its frames are counted until the WAL starts over).
     func walGrew(to pages: Int32) {
         guard pages >= threshold else { return }
+        // A pass already left the owner a short tail: another would find
+        // nothing to copy, and its fsyncs would queue ahead of the owner's.
+        guard !passEnded.withLock({ $0 }) else { return }
         let start = inFlight.withLock { busy -> Bool in
             if busy { return false }
             busy = true
@@ -58,9 +66,25 @@ final class Checkpointer: @unchecked Sendable {
             do {
                 connection = try SQLiteConnection(path: path)
                 connection?.setBusyTimeout(milliseconds: 1000)
-                try connection?.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                guard let handle = connection?.handle else { return }
+                var logFrames: Int32 = 0, copiedFrames: Int32 = 0
+                let rc = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copiedFrames)
+                guard rc == SQLITE_OK || rc == SQLITE_BUSY else { return }
                 completed.withLock { $0 += 1 }
-                passEnded.withLock { $0 = true }
+                // Only a short tail is left to the owner: copying the frames
+                // appended during a long pass (a mass expiry writes ~100 MB/s
+                // of frames) stalled the loop for tens of ms. A long tail
+                // waits for the next pass, which the next commit starts.
+                if logFrames - copiedFrames <= Self.ownerTailFrames {
+                    // The owner's checkpoint starts with an fsync of the WAL:
+                    // flush the tail's frames here, so that one finds little to write.
+                    let wal = open(path + "-wal", O_RDONLY | O_CLOEXEC)
+                    if wal >= 0 {
+                        _ = fdatasync(wal)
+                        Glibc.close(wal)
+                    }
+                    passEnded.withLock { $0 = true }
+                }
             } catch {
                 // The owner checkpoints at close; a failed background pass only delays it.
             }
