@@ -107,15 +107,27 @@ struct Command: Sendable {
 
 /// Commands by lowercase name.
 struct CommandTable: Sendable {
-    private(set) var byName: [[UInt8]: Command] = [:]
+    private(set) var byName: [[UInt8]: Command] = [:] {
+        didSet { reindexUppercase() }
+    }
+    /// The same commands by uppercase name: most clients (redis-benchmark,
+    /// redis-py, the Swift client) send `GET`, which then needs no lowercase copy.
+    private var byUppercaseName: [[UInt8]: Command] = [:]
 
     init(_ commands: [Command]) {
         for command in commands { byName[Array(command.name.utf8)] = command }
+        reindexUppercase()
+    }
+
+    private mutating func reindexUppercase() {
+        byUppercaseName = Dictionary(uniqueKeysWithValues: byName.map { name, command in
+            (name.map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 - 32 : $0 }, command)
+        })
     }
 
     /// The command named by `name` in any case.
     func lookup(_ name: [UInt8]) -> Command? {
-        if let exact = byName[name] { return exact }
+        if let exact = byName[name] ?? byUppercaseName[name] { return exact }
         return byName[name.map(asciiLower)]
     }
 

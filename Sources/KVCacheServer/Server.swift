@@ -546,8 +546,13 @@ public final class Server {
 
     /// `POST` and `Host:` lines mean an HTTP client was tricked into talking to us.
     static func isCrossProtocolAttack(_ name: [UInt8]) -> Bool {
-        let lower = name.map(asciiLower)
-        return lower == Array("post".utf8) || lower == Array("host:".utf8)
+        // Compared in place: this runs for every command.
+        func equalsIgnoringCase(_ word: StaticString) -> Bool {
+            guard name.count == word.utf8CodeUnitCount else { return false }
+            let bytes = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+            return zip(name, bytes).allSatisfy { asciiLower($0) == $1 }
+        }
+        return equalsIgnoringCase("post") || equalsIgnoringCase("host:")
     }
 
     /// Redis's answer to a non-loopback client in protected mode.
