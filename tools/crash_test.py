@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -59,14 +58,7 @@ try:
 except ImportError:  # redis-py styles are then skipped
     redis = None
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOST = "127.0.0.1"
-
-
-def default_binary() -> str:
-    release = os.path.join(ROOT, ".build", "release", "kvcache-server")
-    debug = os.path.join(ROOT, ".build", "debug", "kvcache-server")
-    return release if os.path.exists(release) else debug
+from toollib import HOST, default_binary, encode, free_port, log_warnings
 
 
 # ---------------------------------------------------------------------------
@@ -74,17 +66,6 @@ def default_binary() -> str:
 
 class RespError(Exception):
     pass
-
-
-def encode(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Resp:
@@ -156,12 +137,6 @@ class Resp:
 # ---------------------------------------------------------------------------
 # The server.
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 class ServerProcess:
     def __init__(self, binary: str, data_dir: str, log_path: str, port: int, durability: str):
         self.binary, self.data_dir, self.log_path = binary, data_dir, log_path
@@ -209,19 +184,6 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
-
-
-WARNING_LINE = re.compile(r"^\d+:M \d+ \w+ \d+ [\d:.]+ # ")
-
-
-def log_warnings(path: str) -> list[str]:
-    """The server log's warning lines (Redis's '#' level)."""
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().decode(errors="replace").splitlines()
-    except OSError:
-        return []
-    return [line for line in lines if WARNING_LINE.match(line)]
 
 
 # ---------------------------------------------------------------------------

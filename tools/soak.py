@@ -32,7 +32,6 @@ import argparse
 import multiprocessing as mp
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -46,42 +45,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOST = "127.0.0.1"
+from toollib import HOST, default_binary, encode, free_port, log_warnings
+
 CACHES = ["0", "1", "7", "soak-a", "soak-b"]
-
-
-def default_binary() -> str:
-    release = os.path.join(ROOT, ".build", "release", "kvcache-server")
-    debug = os.path.join(ROOT, ".build", "debug", "kvcache-server")
-    return release if os.path.exists(release) else debug
-
-
-WARNING_LINE = re.compile(r"^\d+:M \d+ \w+ \d+ [\d:.]+ # ")
-
-
-def log_warnings(path: str) -> list[str]:
-    """The server log's warning lines (Redis's '#' level)."""
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().decode(errors="replace").splitlines()
-    except OSError:
-        return []
-    return [line for line in lines if WARNING_LINE.match(line)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def encode(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 # ---------------------------------------------------------------------------
