@@ -27,6 +27,10 @@ func asciiLower(_ byte: UInt8) -> UInt8 {
     byte >= 65 && byte <= 90 ? byte + 32 : byte
 }
 
+func asciiUpper(_ byte: UInt8) -> UInt8 {
+    byte >= 97 && byte <= 122 ? byte - 32 : byte
+}
+
 /// What INFO commandstats reports for one command.
 final class CommandStats: @unchecked Sendable {
     var calls = 0
@@ -120,9 +124,7 @@ struct CommandTable: Sendable {
     }
 
     private mutating func reindexUppercase() {
-        byUppercaseName = Dictionary(uniqueKeysWithValues: byName.map { name, command in
-            (name.map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 - 32 : $0 }, command)
-        })
+        byUppercaseName = Dictionary(uniqueKeysWithValues: byName.map { ($0.key.map(asciiUpper), $0.value) })
     }
 
     /// The command named by `name` in any case.
