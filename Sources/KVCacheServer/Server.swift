@@ -782,6 +782,7 @@ public final class Server {
         for cache in registry.open.values where cache.needsEviction {
             do {
                 cache.needsEviction = !(try writable(cache).evict(limit: Self.backgroundCommitRemovals))
+                // `evict` says only whether it is done: count the step as a full batch.
                 backgroundRemovals += Self.backgroundCommitRemovals
             } catch {
                 logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
