@@ -234,6 +234,23 @@ def r(server):
 
 
 @pytest.fixture
+def c(server, r):
+    """A raw connection to a freshly flushed server (the `r` fixture runs FLUSHALL)."""
+    conn = server.raw()
+    yield conn
+    conn.close()
+
+
+# Redis's error replies as raw connections read them.
+NOT_INT = ("error", "ERR value is not an integer or out of range")
+SYNTAX = ("error", "ERR syntax error")
+
+
+def arity(command):
+    return ("error", f"ERR wrong number of arguments for '{command}' command")
+
+
+@pytest.fixture
 def fresh_server():
     """A server of the test's own, for tests that restart, kill or configure it."""
     made = []

@@ -12,13 +12,13 @@ import time
 
 import pytest
 
+from conftest import NOT_INT, SYNTAX, arity
+
 FAR_S = 4000000000              # 2096-10-02, seconds
 FAR_MS = FAR_S * 1000           # the same instant, milliseconds
 LLONG_MAX = 9223372036854775807
 LLONG_MIN = -9223372036854775808
 
-SYNTAX = ("error", "ERR syntax error")
-NOT_INT = ("error", "ERR value is not an integer or out of range")
 NX_CONFLICT = ("error", "ERR NX and XX, GT or LT options at the same time are not compatible")
 GT_LT_CONFLICT = ("error", "ERR GT and LT options at the same time are not compatible")
 
@@ -26,18 +26,6 @@ GT_LT_CONFLICT = ("error", "ERR GT and LT options at the same time are not compa
 def invalid_expire(command):
     # The command name is always the lower-case table name, whatever case the client sent.
     return ("error", f"ERR invalid expire time in '{command}' command")
-
-
-def arity(command):
-    return ("error", f"ERR wrong number of arguments for '{command}' command")
-
-
-@pytest.fixture
-def c(server, r):
-    """A raw connection to a freshly flushed server (the `r` fixture runs FLUSHALL)."""
-    conn = server.raw()
-    yield conn
-    conn.close()
 
 
 # ---------------------------------------------------------------------------

@@ -11,28 +11,14 @@ import time
 
 import pytest
 
-from conftest import REDIS
+from conftest import NOT_INT, REDIS, SYNTAX, arity
 
-NOT_INT = ("error", "ERR value is not an integer or out of range")
-SYNTAX = ("error", "ERR syntax error")
 NO_SUCH_KEY = ("error", "ERR no such key")
 SAME_OBJECT = ("error", "ERR source and destination objects are the same")
 DB_RANGE = ("error", "ERR DB index is out of range")
 INVALID_CURSOR = ("error", "ERR invalid cursor")
 # A DB index that parses as int64 but not as a C int (sic: "must between").
 INT_RANGE = ("error", "ERR value is out of range, value must between -2147483648 and 2147483647")
-
-
-def arity(command):
-    return ("error", f"ERR wrong number of arguments for '{command}' command")
-
-
-@pytest.fixture
-def c(server, r):
-    """A raw connection to a freshly flushed server (the `r` fixture runs FLUSHALL)."""
-    conn = server.raw()
-    yield conn
-    conn.close()
 
 
 @pytest.fixture

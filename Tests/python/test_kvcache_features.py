@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from conftest import NOT_INT, SYNTAX, arity
+
 pytestmark = pytest.mark.kvcache_only
 
 CAPACITY = 2048                 # "2kb"
@@ -21,8 +23,6 @@ VALUE = "v" * 100
 ENTRY = 4 + len(VALUE)          # key "kNN_" is 4 bytes: "k" + 2 digits + "_"
 FIT = CAPACITY // ENTRY         # 19
 
-SYNTAX = ("error", "ERR syntax error")
-NOT_INT = ("error", "ERR value is not an integer or out of range")
 OOM = ("error", "OOM command not allowed when used memory > 'maxmemory'.")
 DEBUG_REFUSED = ("error", "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
                           "you can run it from a local connection, otherwise you need to set this option in the "
@@ -35,10 +35,6 @@ def key(i):
 
 def too_large(size, capacity=CAPACITY):
     return ("error", f"ERR entry of {size} bytes is larger than the cache capacity of {capacity} bytes")
-
-
-def arity(command):
-    return ("error", f"ERR wrong number of arguments for '{command}' command")
 
 
 def fill(c, indices):

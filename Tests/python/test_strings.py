@@ -6,10 +6,11 @@ Error texts are compared in full through a raw RESP connection.
 """
 import pytest
 
+from conftest import NOT_INT, arity
+
 LLONG_MAX = 9223372036854775807
 LLONG_MIN = -9223372036854775808
 
-NOT_INT = ("error", "ERR value is not an integer or out of range")
 OVERFLOW = ("error", "ERR increment or decrement would overflow")
 NOT_FLOAT = ("error", "ERR value is not a valid float")
 NAN_INF = ("error", "ERR increment would produce NaN or Infinity")
@@ -21,18 +22,6 @@ TOO_BIG = ("error", "ERR string exceeds maximum allowed size (proto-max-bulk-len
 BAD_INTEGERS = ["abc", "", " 1", "1 ", "  ", "01", "+1", "-0", "1.0", "1.5", "1e3", "0x10",
                 "9223372036854775808", "-9223372036854775809", "123456789012345678901",
                 "00000000000000000000000000000000000001"]
-
-
-def arity(command):
-    return ("error", f"ERR wrong number of arguments for '{command}' command")
-
-
-@pytest.fixture
-def c(server, r):
-    """A raw connection to a freshly flushed server (the `r` fixture runs FLUSHALL)."""
-    conn = server.raw()
-    yield conn
-    conn.close()
 
 
 @pytest.mark.parametrize("args", [

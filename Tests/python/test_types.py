@@ -13,25 +13,11 @@ import time
 
 import pytest
 
-from conftest import RawConnection, free_port, wait_for_port
+from conftest import NOT_INT, SYNTAX, RawConnection, arity, free_port, wait_for_port
 
 WRONGTYPE = ("error", "WRONGTYPE Operation against a key holding the wrong kind of value")
-NOT_INT = ("error", "ERR value is not an integer or out of range")
 NOT_FLOAT = ("error", "ERR value is not a valid float")
-SYNTAX = ("error", "ERR syntax error")
 MUST_BE_POSITIVE = ("error", "ERR value is out of range, must be positive")
-
-
-def arity(command):
-    return ("error", f"ERR wrong number of arguments for '{command}' command")
-
-
-@pytest.fixture
-def c(server, r):
-    """A raw connection to a freshly flushed server (the `r` fixture runs FLUSHALL)."""
-    conn = server.raw()
-    yield conn
-    conn.close()
 
 
 # ---------------------------------------------------------------------------
