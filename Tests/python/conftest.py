@@ -98,6 +98,12 @@ class Server:
         self.proc = subprocess.Popen(self.command_line(), stdout=log, stderr=subprocess.STDOUT)
         log.close()
         wait_for_port(self.port, self.proc)
+        # The plain port is bound before the TLS port: wait for that too, so
+        # a test may use either as soon as start() returns.
+        if "--tls-port" in self.args:
+            tls_port = int(self.args[self.args.index("--tls-port") + 1])
+            if tls_port:
+                wait_for_port(tls_port, self.proc)
         return self
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
@@ -134,6 +140,9 @@ class Server:
             return f.read().decode(errors="replace")
 
     def cleanup(self):
+        if self.proc is not None and self.proc.poll() is not None:
+            # Shown with the test's failure report: why the server went away.
+            print(f"server exited with {self.proc.returncode}; the end of its log:\n{self.log()[-3000:]}")
         self.stop()
         if self.owns_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
