@@ -27,10 +27,6 @@ func asciiLower(_ byte: UInt8) -> UInt8 {
     byte >= 65 && byte <= 90 ? byte + 32 : byte
 }
 
-func asciiUpper(_ byte: UInt8) -> UInt8 {
-    byte >= 97 && byte <= 122 ? byte - 32 : byte
-}
-
 /// What INFO commandstats reports for one command.
 final class CommandStats: @unchecked Sendable {
     var calls = 0
@@ -40,7 +36,9 @@ final class CommandStats: @unchecked Sendable {
 }
 
 /// One command's description, as `COMMAND INFO` reports it, and its handler.
-struct Command: Sendable {
+/// A class: every request looks one up, and a reference costs one retain
+/// where a copy of the description cost one per field.
+final class Command: Sendable {
     typealias Handler = @Sendable (CommandContext) throws -> Void
 
     let name: String
@@ -53,9 +51,23 @@ struct Command: Sendable {
     let group: String
     let summary: String
     let handler: Handler
-    var subcommands: [String] = []
-    /// Counters, shared by every copy of the description.
+    let subcommands: [String]
+    /// Counters, shared by every name the command answers to.
     let stats = CommandStats()
+
+    init(name: String, arity: Int, flags: [String], firstKey: Int, lastKey: Int, step: Int, group: String,
+         summary: String, handler: @escaping Handler, subcommands: [String] = []) {
+        self.name = name
+        self.arity = arity
+        self.flags = flags
+        self.firstKey = firstKey
+        self.lastKey = lastKey
+        self.step = step
+        self.group = group
+        self.summary = summary
+        self.handler = handler
+        self.subcommands = subcommands
+    }
 
     /// MULTI, EXEC, DISCARD, WATCH, UNWATCH and QUIT run at once inside a transaction.
     var isTransactionControl: Bool {
@@ -109,28 +121,62 @@ struct Command: Sendable {
     }
 }
 
+/// A command name up to 32 bytes, folded to lowercase and packed into four
+/// words: finding a command then hashes four words, not each byte of an
+/// array, and needs no lowercase copy of what the client sent.
+struct PackedCommandName: Hashable, Sendable {
+    static let capacity = 32
+    private let w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
+    private let length: Int
+
+    init?(_ name: [UInt8]) {
+        guard name.count <= Self.capacity else { return nil }
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        for (i, byte) in name.enumerated() {
+            let bits = UInt64(asciiLower(byte)) << UInt64((i & 7) * 8)
+            switch i >> 3 {
+            case 0: words.0 |= bits
+            case 1: words.1 |= bits
+            case 2: words.2 |= bits
+            default: words.3 |= bits
+            }
+        }
+        (w0, w1, w2, w3) = words
+        length = name.count
+    }
+}
+
 /// Commands by lowercase name.
 struct CommandTable: Sendable {
     private(set) var byName: [[UInt8]: Command] = [:] {
-        didSet { reindexUppercase() }
+        didSet { reindex() }
     }
-    /// The same commands by uppercase name: most clients (redis-benchmark,
-    /// redis-py, the Swift client) send `GET`, which then needs no lowercase copy.
-    private var byUppercaseName: [[UInt8]: Command] = [:]
+    /// The same commands by packed name (any case); names longer than a
+    /// packed name holds (only a rename-command can make one) by lowercase bytes.
+    private var byPackedName: [PackedCommandName: Command] = [:]
+    private var byLongName: [[UInt8]: Command] = [:]
 
     init(_ commands: [Command]) {
         for command in commands { byName[Array(command.name.utf8)] = command }
-        reindexUppercase()
+        reindex()
     }
 
-    private mutating func reindexUppercase() {
-        byUppercaseName = Dictionary(uniqueKeysWithValues: byName.map { ($0.key.map(asciiUpper), $0.value) })
+    private mutating func reindex() {
+        byPackedName = [:]
+        byLongName = [:]
+        for (name, command) in byName {
+            if let packed = PackedCommandName(name) {
+                byPackedName[packed] = command
+            } else {
+                byLongName[name.map(asciiLower)] = command
+            }
+        }
     }
 
     /// The command named by `name` in any case.
     func lookup(_ name: [UInt8]) -> Command? {
-        if let exact = byName[name] ?? byUppercaseName[name] { return exact }
-        return byName[name.map(asciiLower)]
+        if let packed = PackedCommandName(name) { return byPackedName[packed] }
+        return byLongName[name.map(asciiLower)]
     }
 
     var all: [Command] { byName.values.sorted { $0.name < $1.name } }

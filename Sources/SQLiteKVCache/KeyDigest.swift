@@ -23,6 +23,13 @@ public struct KeyDigest: Hashable, Sendable, Comparable {
 
     public var bytes: [UInt8] { withBytes { [UInt8]($0) } }
 
+    /// Hashes one word, not four: a SHA-256 word is already uniform, and
+    /// Hasher's per-process seed still keeps dictionary buckets unpredictable
+    /// to a client choosing keys. Equality compares all four.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(w0)
+    }
+
     public static func < (a: KeyDigest, b: KeyDigest) -> Bool {
         (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3)
     }

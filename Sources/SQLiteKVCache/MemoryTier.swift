@@ -46,16 +46,24 @@ final class MemoryTier {
         }
     }
 
-    private struct Slot {
+    /// A class, so a hit reads the entry and sets its bit through one
+    /// reference, without copying the slot out of the dictionary or writing it back.
+    private final class Slot {
         var cached: Cached
-        var referenced: Bool
+        var referenced = false
+
+        init(_ cached: Cached) {
+            self.cached = cached
+        }
     }
     private var slots: [KeyDigest: Slot] = [:]
     private var ring: [KeyDigest] = []
     private var hand = 0
 
-    /// Bookkeeping per entry beyond its content: dictionary slot, ring slot, array headers.
-    static let overhead = 160
+    /// Bookkeeping per entry beyond its content: dictionary slot (digest and
+    /// reference, 40 B), ring slot (32), the slot object (~80 with malloc's
+    /// rounding), two array headers (64).
+    static let overhead = 224
 
     init(budget: Int) {
         self.budget = max(0, budget)
@@ -68,13 +76,13 @@ final class MemoryTier {
     /// The entry for `digest`, marking it recently used.
     func get(_ digest: KeyDigest) -> Cached? {
         guard budget > 0 else { return nil }
-        guard let index = slots.index(forKey: digest) else {
+        guard let slot = slots[digest] else {
             misses += 1
             return nil
         }
         hits += 1
-        slots.values[index].referenced = true
-        return slots.values[index].cached
+        slot.referenced = true
+        return slot.cached
     }
 
     /// The entry for `digest`, without counting a hit or marking it used.
@@ -84,8 +92,7 @@ final class MemoryTier {
 
     /// Changes the expiry of `digest`'s entry, if the tier holds it.
     func setExpiry(_ digest: KeyDigest, _ expiresAt: Int64?) {
-        guard let index = slots.index(forKey: digest) else { return }
-        slots.values[index].cached.expiresAt = expiresAt
+        slots[digest]?.cached.expiresAt = expiresAt
     }
 
     /// Stores (or replaces) the entry for `digest`, then evicts to the budget.
@@ -97,7 +104,7 @@ final class MemoryTier {
             remove(digest)
             return
         }
-        if let old = slots.updateValue(Slot(cached: cached, referenced: false), forKey: digest) {
+        if let old = slots.updateValue(Slot(cached), forKey: digest) {
             bytes -= Self.cost(old.cached)
         } else {
             ring.append(digest)
@@ -131,11 +138,12 @@ final class MemoryTier {
                 ring.removeLast()
                 continue
             }
-            if slots.values[index].referenced {
-                slots.values[index].referenced = false
+            let slot = slots.values[index]
+            if slot.referenced {
+                slot.referenced = false
                 hand += 1
             } else {
-                bytes -= Self.cost(slots.values[index].cached)
+                bytes -= Self.cost(slot.cached)
                 slots.remove(at: index)
                 ring.swapAt(hand, ring.count - 1)
                 ring.removeLast()
