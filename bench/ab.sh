@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A/B of two kvcache-server binaries under the same redis-benchmark load,
+# alternating (A, B, A, B, ...) so both see the same machine noise; prints
+# each round's requests/s and the median of each side.
+#
+#   bench/ab.sh OLD_BINARY NEW_BINARY [ROUNDS] [redis-benchmark options]
+#
+# Default load: 200,000 pipelined SETs to fill 10K keys, then a measured
+# GET -P 16 -r 10000 -c 50 -d 100 (the loop-bound command path). Other
+# options after ROUNDS replace the measured load, e.g.
+#   bench/ab.sh /tmp/old .build/release/kvcache-server 4 -t set -P 16 -r 10000
+# Each round is bounded: -n 1,500,000 and a 120 s timeout.
+set -euo pipefail
+if [ $# -lt 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
+    echo "usage: bench/ab.sh OLD_BINARY NEW_BINARY [ROUNDS] [redis-benchmark options]" >&2
+    exit 2
+fi
+old=$1 new=$2
+rounds=${3:-4}
+shift $(( $# >= 3 ? 3 : 2 ))
+load=("$@")
+[ ${#load[@]} -gt 0 ] || load=(-t get -P 16 -r 10000)
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+dir=$(mktemp -d)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+run() {  # binary -> requests/s of the measured load
+    rm -rf "$dir/data"
+    "$1" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    redis-benchmark -p "$port" -t set -r 10000 -n 200000 -c 50 -d 100 -P 16 -q >/dev/null 2>&1
+    timeout 120 redis-benchmark -p "$port" -n 1500000 -c 50 -d 100 -q "${load[@]}" 2>&1 \
+        | tr '\r' '\n' | awk '/per second/ { print $2; exit }'
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    pid=
+}
+
+a=() b=()
+for round in $(seq "$rounds"); do
+    a+=("$(run "$old")"); b+=("$(run "$new")")
+    echo "round $round: A ${a[-1]}  B ${b[-1]}"
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ma=$(median "${a[@]}") mb=$(median "${b[@]}")
+echo "median A $ma  B $mb  B/A $(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.2f", b / a }')"
