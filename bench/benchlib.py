@@ -285,6 +285,18 @@ def update_machine_section(info: dict, path: Path = BENCHMARKS_MD) -> None:
 # --------------------------------------------------------------------------
 # Servers.
 
+def encode(*args) -> bytes:
+    """A request as a RESP array of bulk strings (str, bytes or int arguments)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
@@ -467,16 +479,7 @@ class Client:
         except OSError:
             pass
 
-    @staticmethod
-    def encode(*args) -> bytes:
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            if isinstance(a, str):
-                a = a.encode()
-            elif isinstance(a, int):
-                a = str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        return b"".join(out)
+    encode = staticmethod(encode)
 
     def _fill(self) -> None:
         chunk = self.sock.recv(1 << 20)

@@ -22,7 +22,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import free_port  # noqa: E402
+from benchlib import encode, free_port  # noqa: E402
 
 
 class Conn:
@@ -54,7 +54,7 @@ class Conn:
         return line
 
     def command(self, *args):
-        self.send(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+        self.send(encode(*args))
         return self.reply()
 
 

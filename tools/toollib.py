@@ -1,38 +1,24 @@
 """What the robustness tools (crash_test, soak, slow_clients) share: where
-the server binary is, a free loopback port, RESP encoding of a request and
-the warning lines of a server log."""
+the server binary is, a free loopback port and RESP encoding of a request
+(both from bench/benchlib.py), and the warning lines of a server log."""
 from __future__ import annotations
 
 import os
 import re
-import socket
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "127.0.0.1"
+
+# A free port and RESP encoding are the benchmarks' too: one copy, in bench/benchlib.py.
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from benchlib import encode, free_port  # noqa: E402,F401
 
 
 def default_binary() -> str:
     release = os.path.join(ROOT, ".build", "release", "kvcache-server")
     debug = os.path.join(ROOT, ".build", "debug", "kvcache-server")
     return release if os.path.exists(release) else debug
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def encode(*args) -> bytes:
-    """A request as a RESP array of bulk strings (str, bytes or int arguments)."""
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 WARNING_LINE = re.compile(r"^\d+:M \d+ \w+ \d+ [\d:.]+ # ")

@@ -74,8 +74,9 @@ final class CacheStore {
         self.policy = configuration.evictionPolicy
         self.clock = configuration.clock
         let pageCacheBytes = configuration.pageCacheBytes
-        self.path = directory + "/" + handle + ".sqlite"
-        self.checkpointer = Checkpointer(path: directory + "/" + handle + ".sqlite", threshold: Self.checkpointThresholdPages)
+        let path = directory + "/" + handle + ".sqlite"
+        self.path = path
+        self.checkpointer = Checkpointer(path: path, threshold: Self.checkpointThresholdPages)
 
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
