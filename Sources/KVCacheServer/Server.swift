@@ -877,9 +877,9 @@ struct ServerStats {
 /// fits, as Redis does.
 /// - Returns: the maxclients that fits.
 private func fitDescriptorLimit(_ config: ServerConfig, logger: Logger) -> Int {
-    // Listeners, epoll, signalfd, logs, lock files, four per cache (file,
-    // WAL, shared memory, lock file) and three for a background checkpoint.
-    let reserved = 32 + 4 * config.maxCaches + 3
+    // Listeners, epoll, signalfd, logs, lock files, six per cache (file and
+    // WAL for its reader and writer connections, shared memory, lock file).
+    let reserved = 32 + 6 * config.maxCaches
     var limit = rlimit()
     guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxClients }
     let wanted = rlim_t(config.maxClients + reserved)

@@ -248,3 +248,20 @@ final class SQLiteStatement {
         return [UInt8](UnsafeRawBufferPointer(start: base, count: count))
     }
 }
+
+extension SQLiteConnection {
+    /// Calls `body` with the WAL's page count after each commit.
+    private final class WALHookBox {
+        let body: (Int32) -> Void
+        init(_ body: @escaping (Int32) -> Void) { self.body = body }
+    }
+
+    func setWALHook(_ body: @escaping (Int32) -> Void) {
+        let box = WALHookBox(body)
+        retainedHooks.append(box)
+        sqlite3_wal_hook(handle, { context, _, _, pages in
+            Unmanaged<WALHookBox>.fromOpaque(context!).takeUnretainedValue().body(pages)
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+}

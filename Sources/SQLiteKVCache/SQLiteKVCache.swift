@@ -24,6 +24,10 @@ public final class SQLiteKVCache: @unchecked Sendable {
         /// SQLite's `max_page_count` for the file (0: SQLite's default); a
         /// write past it fails as on a full disk.
         public var maxPageCount: Int = 0
+        /// Whether each commit fsyncs the WAL (`synchronous=FULL`), so an
+        /// applied batch survives a power loss; otherwise `NORMAL` (it
+        /// survives a crash of the process; a checkpoint makes it durable).
+        public var durableCommits = false
         /// Told, in words, how a long open (a VACUUM) is going, about once a second.
         public var onProgress: (@Sendable (String) -> Void)?
         /// Told, in words, when a corrupted file was moved aside and replaced.
@@ -47,8 +51,40 @@ public final class SQLiteKVCache: @unchecked Sendable {
 
     private enum State {
         case notOpened(Configuration)
-        case open(CacheStore)
+        case open(Store)
         case failed(Error)
+    }
+
+    /// The engine, and whether a batch groups the writes until `commitBatch`.
+    /// Outside a batch every change is applied to the file before the call
+    /// returns.
+    private final class Store {
+        let engine: CacheEngine
+        let configuration: Configuration
+        var batchOpen = false
+
+        init(_ engine: CacheEngine, _ configuration: Configuration) {
+            self.engine = engine
+            self.configuration = configuration
+        }
+
+        /// Applies what changed, unless a batch is open.
+        func settle() throws(Error) {
+            if !batchOpen { try apply() }
+        }
+
+        /// Applies every change to the file in one transaction.
+        /// - Throws: `writeFailed`; then none of them is kept.
+        func apply() throws(Error) {
+            guard let batch = engine.seal(lsn: engine.appliedLSN) else { return }
+            do throws(Error) {
+                try batch.file.apply(batch)
+            } catch {
+                batch.error = error
+            }
+            engine.complete(batch, onFailure: .rollBack)
+            if let error = batch.error { throw error }
+        }
     }
 
     /// Every access to the store goes through `withLock` (a pthread mutex,
@@ -75,9 +111,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// Runs `body` on the open store, opening it first if needed. A SQLite
     /// report of corruption (code 11 or 26) moves the file aside and starts
     /// a fresh one; the failing call still throws, the next one works.
-    private func withStore<R: Sendable>(_ body: (CacheStore) throws(Error) -> R) throws(Error) -> R {
+    private func withStore<R>(_ body: (Store) throws(Error) -> R) throws(Error) -> R {
         try state.withLock { (state: inout State) throws(Error) -> R in
-            let store: CacheStore
+            let store: Store
             switch state {
             case .open(let open):
                 store = open
@@ -96,9 +132,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
                 return try body(store)
             } catch {
                 if let code = error.sqliteCode, Self.corruptionCodes.contains(code) {
-                    store.close()
+                    store.engine.close()
                     let configuration = store.configuration
-                    quarantine(store.path, configuration, reason: "\(error)")
+                    quarantine(store.engine.path, configuration, reason: "\(error)")
                     do throws(Error) {
                         state = .open(try openStore(configuration))
                     } catch let reopenError {
@@ -110,23 +146,38 @@ public final class SQLiteKVCache: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the engine, then applies what it changed (outside a batch).
+    private func changing<R>(_ body: (CacheEngine) throws(Error) -> R) throws(Error) -> R {
+        try withStore { store throws(Error) in
+            let result: R
+            do throws(Error) {
+                result = try body(store.engine)
+            } catch {
+                try? store.settle()  // what changed before the failure (an eviction, a lazy expiry)
+                throw error
+            }
+            try store.settle()
+            return result
+        }
+    }
+
     /// SQLite's codes for a damaged file: SQLITE_CORRUPT and SQLITE_NOTADB.
     static let corruptionCodes: Set<Int32> = [11, 26]
 
     /// Opens the store; a file found corrupted at open is moved aside and
     /// replaced by a fresh cache once.
-    private func openStore(_ configuration: Configuration) throws(Error) -> CacheStore {
+    private func openStore(_ configuration: Configuration) throws(Error) -> Store {
         let name = try SQLiteKVCache.canonicalHandle(handle)
-        func attempt() throws -> CacheStore {
-            try CacheStore(handle: name, directory: directory, configuration: configuration)
+        func attempt() throws -> Store {
+            Store(try CacheEngine(handle: name, directory: directory, configuration: configuration), configuration)
         }
         do {
             return try attempt()
-        } catch CacheStore.OpenError.corrupt(let path, let reason) {
+        } catch CacheFile.OpenError.corrupt(let path, let reason) {
             quarantine(path, configuration, reason: reason)
             do {
                 return try attempt()
-            } catch CacheStore.OpenError.corrupt(_, let reason) {
+            } catch CacheFile.OpenError.corrupt(_, let reason) {
                 throw .databaseUnavailable(reason: "\(path) is still corrupt after recreation: \(reason)")
             } catch let error as Error {
                 throw error
@@ -168,7 +219,7 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// - Returns: nil only for a genuine miss (absent or expired).
     /// - Throws: `readFailed` or the reason the cache is unavailable.
     public func get(key: [UInt8]) throws(Error) -> Entry? {
-        try withStore { store throws(Error) in try store.get(key: key) }
+        try changing { engine throws(Error) in try engine.get(key)?.plain }
     }
 
     /// Stores an entry, replacing any under the same key, then evicts per
@@ -176,63 +227,62 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// - Throws: `entryTooLarge` when the entry alone is over capacity,
     ///   `writeFailed` from SQLite, or the reason the cache is unavailable.
     public func put(key: [UInt8], storageDate: Date, metadata: [UInt8], value: [UInt8], expiresAt: Int64? = nil) throws(Error) {
-        let entry = Entry(key: key, storageDate: storageDate, metadata: metadata, value: value, expiresAt: expiresAt)
-        try withStore { store throws(Error) in try store.put(entry) }
+        try put(Entry(key: key, storageDate: storageDate, metadata: metadata, value: value, expiresAt: expiresAt))
     }
 
     /// Stores a whole entry (its kind and expiry included), replacing any
     /// under the same key, then evicts per policy to stay within capacity.
     /// - Throws: as `put(key:storageDate:metadata:value:expiresAt:)`.
     public func put(_ entry: Entry) throws(Error) {
-        try withStore { store throws(Error) in try store.put(entry) }
+        try changing { engine throws(Error) in try engine.put(StoredEntry(key: entry.key, row: entry.row(seq: 0))) }
     }
 
     /// Removes the entry under `key`.
     /// - Returns: whether there was one.
     @discardableResult
     public func delete(key: [UInt8]) throws(Error) -> Bool {
-        try withStore { store throws(Error) in try store.delete(key: key) }
+        try changing { engine throws(Error) in try engine.delete(key) }
     }
 
     /// Removes every entry.
     public func clear() throws(Error) {
-        try withStore { store throws(Error) in try store.clear() }
+        try changing { engine in engine.clear() }
     }
 
     /// True when a live (present, unexpired) entry exists for `key`.
     public func contains(key: [UInt8]) throws(Error) -> Bool {
-        try withStore { store throws(Error) in try store.contains(key: key) }
+        try changing { engine throws(Error) in try engine.contains(key) }
     }
 
     /// Marks `key` as just used (for LRU) when it is live.
     /// - Returns: whether it is live.
     @discardableResult
     public func touch(key: [UInt8]) throws(Error) -> Bool {
-        try withStore { store throws(Error) in try store.touch(key: key) }
+        try changing { engine throws(Error) in try engine.touch(key) }
     }
 
     /// Sets (milliseconds since 1970) or clears (nil) the expiry of a live entry.
     /// - Returns: whether there was a live entry.
     @discardableResult
     public func setExpiry(key: [UInt8], expiresAt: Int64?) throws(Error) -> Bool {
-        try withStore { store throws(Error) in try store.setExpiry(key: key, expiresAt: expiresAt) }
+        try changing { engine throws(Error) in try engine.setExpiry(key, expiresAt) }
     }
 
-    /// True when some entry's expiry time has passed (cheap: no SQL).
+    /// True when some entry's expiry time may have passed (cheap: no SQL).
     public func expiryDue() throws(Error) -> Bool {
-        try withStore { store in store.totals.volatile > 0 && store.earliestExpiry <= store.nowMilliseconds() }
+        try withStore { store in store.engine.expiryDue() }
     }
 
     /// Removes up to `limit` expired entries, soonest first, in O(log n) each.
-    /// - Returns: how many went; fewer than `limit` means none is left due.
+    /// - Returns: how many went; fewer than `limit` means none is left due for now.
     public func removeExpired(limit: Int) throws(Error) -> Int {
-        try withStore { store throws(Error) in try store.expireStep(limit: limit) }
+        try changing { engine throws(Error) in try engine.removeExpired(limit: limit) }
     }
 
     /// Evicts up to `limit` entries toward capacity (after a capacity cut).
     /// - Returns: true when the cache is within capacity.
     public func evict(limit: Int) throws(Error) -> Bool {
-        try withStore { store throws(Error) in try store.evictStep(limit: limit) }
+        try changing { engine throws(Error) in try engine.evict(limit: limit) }
     }
 
     /// One step of a scan of the live keys: start at cursor 0, continue with
@@ -241,17 +291,17 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// With `kind`, only keys holding that kind of value are returned; the
     /// cursor moves on as it would without it.
     public func scan(cursor: UInt64, count: Int, kind: ValueKind? = nil) throws(Error) -> (keys: [[UInt8]], next: UInt64) {
-        try withStore { store throws(Error) in try store.scan(cursor: cursor, count: count, kind: kind) }
+        try withStore { store throws(Error) in try store.engine.scan(cursor: cursor, count: count, kind: kind) }
     }
 
     /// Every live key.
     public func keys() throws(Error) -> [[UInt8]] {
-        try withStore { store throws(Error) in try store.allKeys() }
+        try withStore { store throws(Error) in try store.engine.keys() }
     }
 
     /// A live key chosen at random, or nil when there is none.
     public func randomKey() throws(Error) -> [UInt8]? {
-        try withStore { store throws(Error) in try store.randomKey() }
+        try withStore { store throws(Error) in try store.engine.randomKey() }
     }
 
     /// Counters and settings, read in one call.
@@ -267,46 +317,41 @@ public final class SQLiteKVCache: @unchecked Sendable {
         /// Evicted and expired since this instance opened the file.
         public var evicted: Int
         public var expired: Int
-        /// Reads served from the memory tier, reads that went to SQLite, and the tier's size.
+        /// Reads answered from memory, reads that went to SQLite, and what memory holds.
         public var tierHits: Int
         public var tierMisses: Int
         public var tierBytes: Int
         public var tierEntries: Int
-        /// WAL checkpoints run on the background connection.
+        /// WAL checkpoints run so far.
         public var backgroundCheckpoints: Int
+        /// Bytes of changes not yet in the file.
+        public var unappliedBytes: Int
+        /// The log position the file holds.
+        public var appliedLSN: UInt64
     }
 
     public func statistics() throws(Error) -> Statistics {
-        try withStore { store in
-            let t = store.totals
-            return Statistics(entries: t.count, contentBytes: t.bytes, capacity: store.capacity, policy: store.policy,
-                              volatileEntries: t.volatile,
-                              meanExpiresAt: t.volatile > 0 ? Int64(t.expiresSum / Double(t.volatile)) : 0,
-                              evicted: store.evictedCount, expired: store.expiredCount,
-                              tierHits: store.tier.hits, tierMisses: store.tier.misses,
-                              tierBytes: store.tier.bytes, tierEntries: store.tier.count,
-                              backgroundCheckpoints: store.checkpointer.completed.withLock { $0 })
-        }
+        try withStore { store in store.engine.statistics() }
     }
 
     /// The number of entries stored (expired ones not yet removed included).
     public func count() throws(Error) -> Int {
-        try withStore { store in store.count }
+        try withStore { store in store.engine.count }
     }
 
     /// The content bytes (key + value + metadata) stored.
     public func contentBytes() throws(Error) -> Int {
-        try withStore { store in store.bytes }
+        try withStore { store in store.engine.contentBytes }
     }
 
     /// Entries evicted since this instance opened the file.
     public func evictedCount() throws(Error) -> Int {
-        try withStore { store in store.evictedCount }
+        try withStore { store in store.engine.evictedCount }
     }
 
     /// The capacity in content bytes; 0 for unbounded.
     public func capacity() throws(Error) -> Int {
-        try withStore { store in store.capacity }
+        try withStore { store in store.engine.capacity }
     }
 
     /// Sets the capacity and evicts down to it, at most `batchLimit` entries
@@ -314,57 +359,66 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// - Returns: true when the cache is within the new capacity.
     @discardableResult
     public func setCapacity(_ capacity: Int, batchLimit: Int = .max) throws(Error) -> Bool {
-        try withStore { store throws(Error) in try store.setCapacity(capacity, batchLimit: batchLimit) }
+        try changing { engine throws(Error) in try engine.setCapacity(capacity, batchLimit: batchLimit) }
     }
 
     /// The eviction policy in force.
     public func evictionPolicy() throws(Error) -> EvictionPolicy {
-        try withStore { store in store.policy }
+        try withStore { store in store.engine.policy }
     }
 
     /// Sets the eviction policy.
     public func setEvictionPolicy(_ policy: EvictionPolicy) throws(Error) {
-        _ = try withStore { store in store.policy = policy }
+        try changing { engine in engine.setPolicy(policy) }
     }
 
-    /// Defers the writes of a batch (see `beginBatch`): puts and deletes are
-    /// kept in memory, the latest per key, and applied to SQLite when the
-    /// batch commits. For a server acknowledging writes before they commit.
+    /// Kept for callers of the former write-behind mode: changes made inside
+    /// a batch always wait for `commitBatch()` now.
     public func setDeferredWrites(_ enabled: Bool) throws(Error) {
-        _ = try withStore { store in store.deferWrites = enabled }
+        try withStore { _ in }
     }
 
     /// Commits a small write (the stats row) to check that writes succeed
     /// again, for instance once a full disk has room.
     /// - Throws: `writeFailed` while they do not.
     public func probeWrite() throws(Error) {
-        try withStore { store throws(Error) in try store.write {} }
+        try withStore { store throws(Error) in
+            let engine = store.engine
+            let batch = CacheBatch(file: engine.file, id: 0, lsn: engine.appliedLSN, clear: false, writes: [],
+                                   totals: engine.file.stored.totals)
+            try engine.file.apply(batch)
+        }
     }
 
-    /// Writes waiting for the batch to commit, and their content bytes.
+    /// Changes waiting for the batch to commit, and their bytes in memory.
     public func pendingWrites() throws(Error) -> (count: Int, bytes: Int) {
-        try withStore { store in (store.pending.count, store.pendingBytes) }
+        try withStore { store in (store.engine.changedCount, store.engine.unappliedBytes) }
     }
 
-    /// Starts grouping writes into one transaction until `commitBatch()`.
-    /// Meant for a single owner (the server's loop thread): writes from
-    /// other threads meanwhile join the same batch.
+    /// Starts grouping changes until `commitBatch()`: they are applied to
+    /// the file in one transaction then.
     public func beginBatch() throws(Error) {
-        try withStore { store in store.beginBatch() }
+        try withStore { store in store.batchOpen = true }
     }
 
-    /// Commits the writes grouped since `beginBatch()`.
-    /// - Throws: `writeFailed` when the batch could not be committed; then
-    ///   none of its writes are kept.
+    /// Applies the changes grouped since `beginBatch()`.
+    /// - Throws: `writeFailed` when they could not be applied; then none of
+    ///   them is kept.
     public func commitBatch() throws(Error) {
-        try withStore { store throws(Error) in try store.commitBatch() }
+        try withStore { store throws(Error) in
+            store.batchOpen = false
+            try store.apply()
+        }
     }
 
-    /// Commits, checkpoints the WAL into the file and closes it, releasing
-    /// the lock. Later calls throw `databaseUnavailable`.
+    /// Applies what is pending, checkpoints the WAL into the file and
+    /// closes it, releasing the lock. Later calls throw `databaseUnavailable`.
     public func close() {
         state.withLock { state in
-            if case .open(let store) = state { store.close() }
+            if case .open(let store) = state {
+                try? store.apply()
+                store.engine.close()
+            }
             state = .failed(.databaseUnavailable(reason: "cache '\(handle)' is closed"))
         }
     }

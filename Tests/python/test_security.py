@@ -253,8 +253,9 @@ def test_max_caches_bounds_files_and_descriptors(fresh_server):
         assert c.command("SET", "k", "v") == "OK"
     assert created == 4  # db0 is the fifth
     assert len([f for f in os.listdir(s.data_dir()) if f.endswith(".sqlite")]) == 5
-    # Four descriptors per cache (file, WAL, shared memory, lock file), whatever is asked.
-    assert len(os.listdir("/proc/%d/fd" % s.proc.pid)) == fds_before + 4 * 4
+    # Six descriptors per cache (file and WAL for each of its two connections, the
+    # shared memory they share, the lock file), whatever is asked.
+    assert len(os.listdir("/proc/%d/fd" % s.proc.pid)) == fds_before + 4 * 6
 
 
 def test_files_are_owner_only(fresh_server):

@@ -1,0 +1,181 @@
+/// A position in a policy's eviction order: lower goes first.
+struct EvictionOrderKey: Comparable {
+    /// volatile-ttl: entries with an expiry (0) before the rest (1).
+    var rank: Int
+    var primary: Double
+    var seq: Int64
+
+    static func < (a: Self, b: Self) -> Bool { (a.rank, a.primary, a.seq) < (b.rank, b.primary, b.seq) }
+
+    init(rank: Int, primary: Double, seq: Int64) {
+        self.rank = rank
+        self.primary = primary
+        self.seq = seq
+    }
+
+    /// Where a row goes in `policy`'s order.
+    init(_ policy: EvictionPolicy, storageDate: Double, seq: Int64, expiresAt: Int64?) {
+        switch policy {
+        case .fifo, .noeviction: self.init(rank: 0, primary: storageDate, seq: seq)
+        case .lru: self.init(rank: 0, primary: 0, seq: seq)
+        case .volatileTTL:
+            if let expiresAt {
+                self.init(rank: 0, primary: Double(expiresAt), seq: seq)
+            } else {
+                self.init(rank: 1, primary: storageDate, seq: seq)
+            }
+        }
+    }
+}
+
+/// Where eviction stands: rows not yet in the file in a heap by the
+/// policy's order, and a walk over the file's rows in the same order.
+/// Both are checked against the key table before a row is evicted: a
+/// slot with another write order is a newer state, and the stale entry
+/// is skipped.
+struct EvictionWalk {
+    struct Pending {
+        var order: EvictionOrderKey
+        var digest: KeyDigest
+        var seq: Int64
+    }
+
+    var heap = Heap<Pending>(by: { $0.order < $1.order })
+    var page: [CacheFile.ListedRow] = []
+    var pageIndex = 0
+    var position: CacheFile.EvictionPosition?
+    var phase = EvictionOrder.age
+    var fileDone = false
+
+    /// Starts the walk over the file again, from the start of `policy`'s order.
+    mutating func reset(for policy: EvictionPolicy) {
+        heap.removeAll()
+        page = []
+        pageIndex = 0
+        position = nil
+        fileDone = false
+        switch policy {
+        case .fifo, .noeviction: phase = .age
+        case .lru: phase = .recency
+        case .volatileTTL: phase = .expiry
+        }
+    }
+
+    mutating func note(_ slot: KeySlot, _ row: Row, policy: EvictionPolicy) {
+        heap.push(Pending(order: EvictionOrderKey(policy, storageDate: row.storageDate, seq: row.seq,
+                                                  expiresAt: row.expiresAt),
+                          digest: slot.digest, seq: row.seq))
+    }
+
+    mutating func rebuild(_ slots: [KeySlot], policy: EvictionPolicy) {
+        heap.removeAll()
+        for slot in slots {
+            if let row = slot.row { note(slot, row, policy: policy) }
+        }
+    }
+}
+
+/// Eviction by policy, to stay within capacity.
+extension CacheEngine {
+    struct Victim {
+        var digest: KeyDigest
+        var key: [UInt8]
+        var size: Int
+        var expiresAt: Int64?
+    }
+
+    /// Evicts, one entry at a time in the policy's order, until within
+    /// capacity or `limit` entries went.
+    /// - Returns: true when the cache is within capacity.
+    func evictToCapacity(limit: Int) throws(SQLiteKVCache.Error) -> Bool {
+        guard capacity > 0 else { return true }
+        var evicted = 0
+        while totals.bytes > capacity && evicted < limit {
+            guard let victim = try nextVictim() else { break }
+            totals.apply(size: victim.size, expiresAt: victim.expiresAt, sign: -1)
+            table.write(victim.digest, key: victim.key, row: nil)
+            evictedCount += 1
+            evicted += 1
+            onEvent?(.evicted(key: victim.key))
+        }
+        if eviction.heap.count > 2 * table.unappliedCount + 1024 {
+            eviction.rebuild(table.allUnapplied, policy: policy)
+        }
+        return totals.bytes <= capacity
+    }
+
+    /// Evicts up to `limit` entries toward capacity (after a capacity cut).
+    /// - Returns: true when the cache is within capacity.
+    public func evict(limit: Int) throws(SQLiteKVCache.Error) -> Bool {
+        try evictToCapacity(limit: limit)
+    }
+
+    /// The next entry to evict, taken from whichever of the two walks has
+    /// the earlier one.
+    private func nextVictim() throws(SQLiteKVCache.Error) -> Victim? {
+        let fromFile = try nextFileCandidate()
+        let fromMemory = nextMemoryCandidate()
+        if let fromFile, fromMemory == nil || fromFile.order < fromMemory!.order {
+            eviction.pageIndex += 1
+            return fromFile.victim
+        }
+        if let fromMemory {
+            eviction.heap.pop()
+            return fromMemory.victim
+        }
+        return nil
+    }
+
+    private func nextMemoryCandidate() -> (order: EvictionOrderKey, victim: Victim)? {
+        while let top = eviction.heap.top {
+            if let slot = table.slot(top.digest), let row = slot.row, row.seq == top.seq {
+                return (top.order, Victim(digest: top.digest, key: slot.key, size: slot.contentSize, expiresAt: row.expiresAt))
+            }
+            eviction.heap.pop()
+        }
+        return nil
+    }
+
+    private func nextFileCandidate() throws(SQLiteKVCache.Error) -> (order: EvictionOrderKey, victim: Victim)? {
+        guard !fileVoid else { return nil }
+        while true {
+            if eviction.pageIndex >= eviction.page.count {
+                guard !eviction.fileDone else { return nil }
+                let rows = try file.evictionCandidates(eviction.phase, after: eviction.position, limit: 64)
+                guard let last = rows.last else {
+                    if policy == .volatileTTL && eviction.phase == .expiry {
+                        eviction.phase = .age
+                        eviction.position = nil
+                        continue
+                    }
+                    eviction.fileDone = true
+                    return nil
+                }
+                eviction.page = rows
+                eviction.pageIndex = 0
+                switch eviction.phase {
+                case .age: eviction.position = .age(last.storageDate, last.seq)
+                case .recency: eviction.position = .recency(last.seq)
+                case .expiry: eviction.position = .expiry(last.expiresAt ?? .max, last.digest)
+                }
+            }
+            let row = eviction.page[eviction.pageIndex]
+            let order: EvictionOrderKey
+            switch eviction.phase {
+            case .age: order = EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: row.storageDate, seq: row.seq)
+            case .recency: order = EvictionOrderKey(rank: 0, primary: 0, seq: row.seq)
+            case .expiry: order = EvictionOrderKey(rank: 0, primary: Double(row.expiresAt ?? .max), seq: row.seq)
+            }
+            if let slot = table.slot(row.digest) {
+                // The table knows a state of this key: the row is the current
+                // one only if it has the same write order.
+                guard let current = slot.row, current.seq == row.seq else {
+                    eviction.pageIndex += 1
+                    continue
+                }
+                return (order, Victim(digest: row.digest, key: slot.key, size: slot.contentSize, expiresAt: current.expiresAt))
+            }
+            return (order, Victim(digest: row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt))
+        }
+    }
+}

@@ -1,0 +1,83 @@
+/// Where the expiry sweep stands: rows not yet in the file in a heap by
+/// expiry time, and a walk over the file's expiry index.
+struct ExpiryWalk {
+    struct Pending {
+        var expiresAt: Int64
+        var digest: KeyDigest
+        var seq: Int64
+    }
+
+    var heap = Heap<Pending>(by: { $0.expiresAt < $1.expiresAt })
+    /// The next time a row of the file falls due (.max: none has an expiry
+    /// left; .min: unknown, look now). Rows before `position` were seen.
+    var fileHint: Int64 = .min
+    /// The last row the walk looked at (expiry time and digest).
+    var position: (Int64, KeyDigest)?
+
+    mutating func note(_ slot: KeySlot, expiresAt: Int64, seq: Int64) {
+        heap.push(Pending(expiresAt: expiresAt, digest: slot.digest, seq: seq))
+    }
+
+    /// A batch reached the file: walk its index again from the start.
+    mutating func fileChanged(volatile: Int) {
+        position = nil
+        fileHint = volatile > 0 ? .min : .max
+    }
+}
+
+/// The active expiry sweep.
+extension CacheEngine {
+    /// True when some entry may be due for removal (cheap: no SQL).
+    public func expiryDue() -> Bool {
+        guard totals.volatile > 0 else { return false }
+        let now = nowMilliseconds()
+        if let top = expiry.heap.top, top.expiresAt <= now { return true }
+        return !fileVoid && expiry.fileHint <= now
+    }
+
+    /// Removes up to `limit` expired entries, soonest first: those in
+    /// memory, then those the file's expiry index lists (O(log n) each).
+    /// - Returns: how many went; fewer than `limit` means the sweep has
+    ///   nothing more to do for now.
+    public func removeExpired(limit: Int) throws(SQLiteKVCache.Error) -> Int {
+        let now = nowMilliseconds()
+        var removed = 0
+        while removed < limit, let top = expiry.heap.top, top.expiresAt <= now {
+            expiry.heap.pop()
+            guard let slot = table.slot(top.digest), let row = slot.row, row.seq == top.seq,
+                  row.expiresAt == top.expiresAt else { continue }
+            expire(top.digest, key: slot.key, size: slot.contentSize, expiresAt: row.expiresAt)
+            removed += 1
+        }
+        if removed < limit && !fileVoid && expiry.fileHint <= now {
+            let wanted = limit - removed
+            let rows = try file.expiredRows(now: now, after: expiry.position, limit: wanted)
+            for row in rows {
+                expiry.position = (row.expiresAt ?? .max, row.digest)
+                if let slot = table.slot(row.digest) {
+                    // Memory knows a newer state: the heap covers it if it expires.
+                    guard let current = slot.row, current.seq == row.seq, current.isExpired(at: now) else { continue }
+                    expire(row.digest, key: slot.key, size: slot.contentSize, expiresAt: current.expiresAt)
+                } else {
+                    expire(row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt)
+                }
+                removed += 1
+            }
+            if rows.count < wanted {
+                // Every row due by now was seen: wait for the next one to fall due.
+                expiry.fileHint = try file.earliestExpiry(after: now) ?? .max
+            }
+        }
+        if expiry.heap.count > 2 * table.unappliedCount + 1024 { rebuildExpiryHeap() }
+        return removed
+    }
+
+    /// Keeps in the heap only rows not yet in the file (the walk over the
+    /// file finds the rest).
+    func rebuildExpiryHeap() {
+        expiry.heap.removeAll()
+        for slot in table.allUnapplied {
+            if let row = slot.row, let expiresAt = row.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: row.seq) }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+/// Walks over every key: SCAN, KEYS, RANDOMKEY. The file's rows and the
+/// keys not yet in it are merged in digest order; where memory knows a
+/// key, its state there wins over the file's row.
+extension CacheEngine {
+    /// One step of a scan in digest order from `cursor` (0 to begin).
+    /// - Returns: the live keys of about `count` entries (of `kind`, when
+    ///   given), and the cursor to continue from (0 when done). A key
+    ///   present for the whole scan is returned exactly once: keys sharing
+    ///   the cursor's 64-bit prefix are never split between steps.
+    public func scan(cursor: UInt64, count: Int, kind: ValueKind? = nil) throws(SQLiteKVCache.Error)
+        -> (keys: [[UInt8]], next: UInt64)
+    {
+        let start = KeyDigest(w0: cursor)
+        let now = nowMilliseconds()
+        let limit = max(1, count)
+        var fileRows: [CacheFile.ListedRow] = []
+        var fileEnded = true
+        if !fileVoid { (fileRows, fileEnded) = try file.scanPage(from: start, limit: limit) }
+        let memory = table.unapplied(from: start, limit: limit)
+        // Both lists are complete up to `bound` (a 64-bit prefix): the file's
+        // up to its last row's prefix, memory's up to the end of the 16-bit
+        // bucket it stopped in.
+        var bound = UInt64.max
+        if !fileEnded, let last = fileRows.last { bound = last.digest.w0 }
+        if memory.count >= limit, let last = memory.last { bound = min(bound, last.digest.w0 | 0x0000_FFFF_FFFF_FFFF) }
+        let done = bound == .max && fileEnded && memory.count < limit
+
+        func live(_ row: Row?) -> Bool {
+            guard let row, !row.isExpired(at: now) else { return false }
+            return kind == nil || row.kind == kind
+        }
+        var found: [(KeyDigest, [UInt8])] = []
+        for row in fileRows where row.digest.w0 <= bound {
+            if let slot = table.slot(row.digest) {
+                if live(slot.row) { found.append((row.digest, slot.key)) }
+            } else if !(row.expiresAt.map { $0 <= now } ?? false) && (kind == nil || row.kind == kind) {
+                found.append((row.digest, row.key))
+            }
+        }
+        let inFile = Set(fileRows.lazy.filter { $0.digest.w0 <= bound }.map(\.digest))
+        for slot in memory where slot.digest.w0 <= bound && !inFile.contains(slot.digest) && live(slot.row) {
+            found.append((slot.digest, slot.key))
+        }
+        found.sort { $0.0 < $1.0 }
+        return (found.map(\.1), done || bound == .max ? 0 : bound + 1)
+    }
+
+    /// Every live key, in digest order.
+    public func keys() throws(SQLiteKVCache.Error) -> [[UInt8]] {
+        let now = nowMilliseconds()
+        var found: [(KeyDigest, [UInt8])] = []
+        found.reserveCapacity(min(totals.count, 1 << 20))
+        var seen = Set<KeyDigest>()
+        if !fileVoid {
+            try file.allRows { row in
+                if let slot = table.slot(row.digest) {
+                    seen.insert(row.digest)
+                    if let current = slot.row, !current.isExpired(at: now) { found.append((row.digest, slot.key)) }
+                } else if !(row.expiresAt.map { $0 <= now } ?? false) {
+                    found.append((row.digest, row.key))
+                }
+            }
+        }
+        for slot in table.allUnapplied where !seen.contains(slot.digest) {
+            if let row = slot.row, !row.isExpired(at: now) { found.append((slot.digest, slot.key)) }
+        }
+        found.sort { $0.0 < $1.0 }
+        return found.map(\.1)
+    }
+
+    /// A live key chosen at random, or nil when there is none.
+    public func randomKey() throws(SQLiteKVCache.Error) -> [UInt8]? {
+        guard totals.count > 0 else { return nil }
+        let now = nowMilliseconds()
+        let unapplied = table.allUnapplied.filter { $0.row.map { !$0.isExpired(at: now) } ?? false }
+        // Pick memory or the file in proportion to what each holds.
+        let fromMemory = fileVoid || Int.random(in: 0..<max(1, totals.count)) < unapplied.count
+        if fromMemory, let slot = unapplied.randomElement() { return slot.key }
+        if !fileVoid {
+            for _ in 0..<16 {
+                let probe = KeyDigest(w0: UInt64.random(in: 0...UInt64.max))
+                guard let row = try file.row(atOrAfter: probe) else { break }
+                if let slot = table.slot(row.digest) {
+                    if let current = slot.row, !current.isExpired(at: now) { return slot.key }
+                } else if !(row.expiresAt.map { $0 <= now } ?? false) {
+                    return row.key
+                }
+            }
+        }
+        if let slot = unapplied.randomElement() { return slot.key }
+        // Mostly expired or shadowed: any live key at all.
+        return try keys().randomElement()
+    }
+}

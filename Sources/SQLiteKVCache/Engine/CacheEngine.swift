@@ -1,0 +1,415 @@
+import Foundation
+
+/// One cache as its owner sees it: every key's current state at every
+/// moment, exact totals, capacity and policy, expiry and eviction, while
+/// the file beneath it lags behind by the batches not yet applied.
+///
+/// Reads look in the key table (memory tier and memtable in one), then in
+/// the file. Writes change the table only; `seal()` hands what changed to
+/// a batch, which someone applies to the file (the server's writer thread,
+/// or `SQLiteKVCache` itself at once) and hands back with `complete(_:)`.
+/// At most one batch is in flight at a time.
+///
+/// Not thread-safe: one owner (the server's loop thread, or
+/// `SQLiteKVCache` under its lock). Only a sealed batch crosses threads.
+public final class CacheEngine {
+    public let handle: String
+    let file: CacheFile
+    let table: KeyTable
+    let hasher = KeyHasher()
+    private let clock: @Sendable () -> Date
+
+    /// Entries, content bytes and expiry sums of the current state.
+    var totals: Totals
+    public private(set) var capacity: Int
+    public private(set) var policy: EvictionPolicy
+    /// Evicted and expired since this engine opened.
+    public internal(set) var evictedCount = 0
+    public internal(set) var expiredCount = 0
+    /// The log position the file holds (its last applied batch's).
+    public private(set) var appliedLSN: UInt64
+    /// Why the last batch failed, until one succeeds.
+    public private(set) var lastFailure: SQLiteKVCache.Error?
+    /// Told of every change, as it happens in memory.
+    public var onEvent: ((CacheEvent) -> Void)?
+
+    /// The file's rows are void: a clear has not reached it yet.
+    private(set) var fileVoid = false
+    /// The next batch starts with a clear.
+    private var clearPending = false
+    /// The batch carrying the latest clear (0: none in flight).
+    private var clearInFlight: UInt64 = 0
+    private var nextBatchID: UInt64 = 1
+    /// The batch the writer holds.
+    public private(set) var inFlight: CacheBatch?
+
+    var eviction = EvictionWalk()
+    var expiry = ExpiryWalk()
+
+    /// Opens the cache file `<directory>/<handle>.sqlite`.
+    /// - Throws: `SQLiteKVCache.Error`, or `CacheFile.OpenError.corrupt`.
+    init(handle: String, directory: String, configuration: SQLiteKVCache.Configuration) throws {
+        self.handle = handle
+        file = try CacheFile(handle: handle, directory: directory, configuration: configuration)
+        table = KeyTable(budget: configuration.memoryTierBytes)
+        clock = configuration.clock
+        totals = file.stored.totals
+        appliedLSN = file.stored.appliedLSN
+        capacity = max(0, configuration.diskCapacity)
+        policy = configuration.evictionPolicy
+        expiry.fileHint = totals.volatile > 0 ? .min : .max
+        eviction.reset(for: policy)
+    }
+
+    /// Opens a cache for the server: the handle must already be canonical.
+    /// - Throws: as `init`; a corrupt file throws `SQLiteKVCache.Error.readFailed(11)`.
+    public static func open(handle: String, directory: String, configuration: SQLiteKVCache.Configuration)
+        throws(SQLiteKVCache.Error) -> CacheEngine
+    {
+        do {
+            return try CacheEngine(handle: handle, directory: directory, configuration: configuration)
+        } catch let error as SQLiteKVCache.Error {
+            throw error
+        } catch CacheFile.OpenError.corrupt(let path, let reason) {
+            throw .databaseUnavailable(reason: "\(path) is corrupt: \(reason)")
+        } catch {
+            throw .databaseUnavailable(reason: "\(error)")
+        }
+    }
+
+    func nowMilliseconds() -> Int64 {
+        Int64((clock().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    public var path: String { file.path }
+    public var fileID: UInt64 { file.fileID }
+    public var count: Int { totals.count }
+    public var contentBytes: Int { totals.bytes }
+    /// Bytes of changes not yet in the file (the memtable).
+    public var unappliedBytes: Int { table.unappliedBytes }
+    /// Keys changed since the last seal.
+    public var changedCount: Int { table.changed.count }
+
+    // MARK: Reading
+
+    /// The current state of `digest` (expired or not), from memory or the
+    /// file; a row read from the file is kept in memory when the budget
+    /// allows (then `slot` is set).
+    func current(_ digest: KeyDigest, key: [UInt8], counted: Bool) throws(SQLiteKVCache.Error)
+        -> (row: Row?, slot: KeySlot?)
+    {
+        if let slot = counted ? table.lookup(digest) : table.slot(digest) { return (slot.row, slot) }
+        if fileVoid { return (nil, nil) }
+        let row = try file.row(digest)
+        return (row, table.cache(digest, key: key, row: row))
+    }
+
+    /// The size and expiry of `digest`'s current row, without loading its value.
+    func oldState(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> (size: Int, expiresAt: Int64?)? {
+        if let slot = table.slot(digest) {
+            return slot.row.map { (slot.key.count + $0.bodySize, $0.expiresAt) }
+        }
+        if fileVoid { return nil }
+        return try file.rowInfo(digest).map { ($0.size, $0.expiresAt) }
+    }
+
+    /// The live entry for `key`, or nil when absent or expired. An expired
+    /// entry found here is removed (lazy expiry, as Redis). Under LRU, the
+    /// read makes the entry the most recent.
+    public func get(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        let digest = hasher.digest(key)
+        let (found, slot) = try current(digest, key: key, counted: true)
+        guard var row = found else { return nil }
+        if row.isExpired(at: nowMilliseconds()) {
+            expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt)
+            return nil
+        }
+        if policy == .lru {
+            row.seq = totals.takeSeq()
+            if let slot {
+                slot.row = row
+                table.noteChange(slot, .touch)
+                noteUnapplied(slot)
+            } else {
+                noteUnapplied(table.write(digest, key: key, row: row))
+            }
+        }
+        return StoredEntry(key: key, row: row)
+    }
+
+    /// The live entry for `key` without touching it (no LRU, no lazy delete).
+    public func peek(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        guard let row = try current(hasher.digest(key), key: key, counted: false).row,
+              !row.isExpired(at: nowMilliseconds()) else { return nil }
+        return StoredEntry(key: key, row: row)
+    }
+
+    /// Whether `key` has a live entry; an expired one is removed on the way.
+    public func contains(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        guard let state = try oldState(digest) else { return false }
+        if let expiresAt = state.expiresAt, expiresAt <= nowMilliseconds() {
+            expire(digest, key: key, size: state.size, expiresAt: expiresAt)
+            return false
+        }
+        return true
+    }
+
+    /// Marks `key` as used now (LRU) when it is live.
+    /// - Returns: whether it is live.
+    public func touch(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
+        guard policy == .lru else { return try contains(key) }
+        return try get(key) != nil
+    }
+
+    // MARK: Writing
+
+    /// Stores `entry` (its seq is assigned here), replacing any entry under
+    /// its key, then evicts per policy to stay within capacity.
+    /// - Throws: `entryTooLarge` when the entry alone is over capacity;
+    ///   `capacityExceeded` under `noeviction`; `readFailed` from the file.
+    public func put(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
+        let size = entry.contentSize
+        if capacity > 0 && size > capacity { throw .entryTooLarge(size: size, capacity: capacity) }
+        let digest = hasher.digest(entry.key)
+        let old = try oldState(digest)
+        if policy == .noeviction && capacity > 0 && totals.bytes - (old?.size ?? 0) + size > capacity {
+            throw .capacityExceeded(capacity: capacity)
+        }
+        if let old { totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1) }
+        var row = entry.row
+        row.seq = totals.takeSeq()
+        totals.apply(size: size, expiresAt: row.expiresAt, sign: 1)
+        let slot = table.write(digest, key: entry.key, row: row)
+        noteUnapplied(slot)
+        onEvent?(.stored(key: entry.key))
+        _ = try evictToCapacity(limit: .max)
+    }
+
+    /// Removes the entry for `key`.
+    /// - Returns: whether a live entry was removed (an expired one is
+    ///   removed too, but counts as expired).
+    @discardableResult
+    public func delete(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        guard let old = try oldState(digest) else { return false }
+        if let expiresAt = old.expiresAt, expiresAt <= nowMilliseconds() {
+            expire(digest, key: key, size: old.size, expiresAt: expiresAt)
+            return false
+        }
+        totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
+        table.write(digest, key: key, row: nil)
+        onEvent?(.deleted(key: key))
+        return true
+    }
+
+    /// Sets (milliseconds since 1970) or clears (nil) the expiry of the live entry for `key`.
+    /// - Returns: whether there was a live entry.
+    public func setExpiry(_ key: [UInt8], _ expiresAt: Int64?) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        guard let row = try current(digest, key: key, counted: false).row else { return false }
+        let size = key.count + row.bodySize
+        if row.isExpired(at: nowMilliseconds()) {
+            expire(digest, key: key, size: size, expiresAt: row.expiresAt)
+            return false
+        }
+        totals.apply(size: size, expiresAt: row.expiresAt, sign: -1)
+        totals.apply(size: size, expiresAt: expiresAt, sign: 1)
+        var changed = row
+        changed.expiresAt = expiresAt
+        let written = table.write(digest, key: key, row: changed)
+        noteUnapplied(written)
+        return true
+    }
+
+    /// Removes every entry. The file is emptied by the next batch; until
+    /// then its rows are void.
+    public func clear() {
+        table.removeAll()
+        totals = Totals(nextSeq: totals.nextSeq)
+        fileVoid = true
+        clearPending = true
+        clearInFlight = 0  // a clear already in flight is not this one
+        eviction.reset(for: policy)
+        expiry = ExpiryWalk()
+        onEvent?(.cleared)
+    }
+
+    /// Removes an expired entry, counting it as expired.
+    func expire(_ digest: KeyDigest, key: [UInt8], size: Int, expiresAt: Int64?) {
+        totals.apply(size: size, expiresAt: expiresAt, sign: -1)
+        table.write(digest, key: key, row: nil)
+        expiredCount += 1
+        onEvent?(.expired(key: key))
+    }
+
+    /// Records in the walks of eviction and expiry a row not yet in the file.
+    func noteUnapplied(_ slot: KeySlot) {
+        guard let row = slot.row else { return }
+        if capacity > 0 { eviction.note(slot, row, policy: policy) }
+        if let expiresAt = row.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: row.seq) }
+    }
+
+    // MARK: Live values
+
+    /// The live value of `key`'s entry, to change it in place: a frozen
+    /// one (a batch in flight holds it) is replaced by a copy first. Call
+    /// `liveValueChanged` after changing it.
+    /// - Returns: nil when the entry is absent, expired, or not live.
+    public func liveValueForChange(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> LiveValue? {
+        let digest = hasher.digest(key)
+        var (found, slot) = try current(digest, key: key, counted: false)
+        guard var row = found, !row.isExpired(at: nowMilliseconds()), case .live(let value) = row.value else { return nil }
+        let owned = value.isFrozen ? value.copy() : value
+        row.value = .live(owned)
+        if slot == nil { slot = table.write(digest, key: key, row: row) }
+        slot!.row = row
+        table.recost(slot!)
+        return owned
+    }
+
+    /// Records that `key`'s live value changed in place (after
+    /// `liveValueForChange`; `oldEncodedSize` is its size before): it takes
+    /// a new write order and `storageDate`, and capacity is enforced. An
+    /// emptied value should be deleted instead.
+    public func liveValueChanged(_ key: [UInt8], oldEncodedSize: Int, storageDate: Double) throws(SQLiteKVCache.Error) {
+        let digest = hasher.digest(key)
+        guard let slot = table.slot(digest), var row = slot.row, case .live(let value) = row.value else { return }
+        let base = key.count + row.metadata.count
+        totals.apply(size: base + oldEncodedSize, expiresAt: row.expiresAt, sign: -1)
+        totals.apply(size: base + value.encodedSize, expiresAt: row.expiresAt, sign: 1)
+        row.seq = totals.takeSeq()
+        row.storageDate = storageDate
+        slot.row = row
+        table.noteChange(slot, .row)
+        noteUnapplied(slot)
+        onEvent?(.stored(key: key))
+        _ = try evictToCapacity(limit: .max)
+    }
+
+    /// Keeps `value`, the decoded form of `key`'s bytes, in place of the
+    /// bytes (same content: nothing to write), so the next command finds it
+    /// decoded. Does nothing when the entry is not in memory as bytes.
+    public func adoptLiveValue(_ key: [UInt8], _ value: LiveValue) {
+        guard let slot = table.slot(hasher.digest(key)), var row = slot.row, case .bytes = row.value else { return }
+        row.value = .live(value)
+        slot.row = row
+        table.recost(slot)
+    }
+
+    // MARK: Settings
+
+    /// Sets the capacity and evicts down to it, at most `batchLimit` entries now.
+    /// - Returns: true when within the new capacity.
+    @discardableResult
+    public func setCapacity(_ newCapacity: Int, batchLimit: Int = .max) throws(SQLiteKVCache.Error) -> Bool {
+        capacity = max(0, newCapacity)
+        eviction.reset(for: policy)
+        if capacity > 0 { eviction.rebuild(table.allUnapplied, policy: policy) }
+        return try evictToCapacity(limit: batchLimit)
+    }
+
+    public func setPolicy(_ newPolicy: EvictionPolicy) {
+        guard newPolicy != policy else { return }
+        policy = newPolicy
+        eviction.reset(for: policy)
+        if capacity > 0 { eviction.rebuild(table.allUnapplied, policy: policy) }
+        if policy == .lru { needsRecencyIndex = true }
+    }
+
+    /// LRU needs an index on write order; the next batch creates it.
+    var needsRecencyIndex = false
+
+    public func setMemoryBudget(_ bytes: Int) { table.budget = max(0, bytes) }
+
+    // MARK: Batches
+
+    /// Hands every change since the last seal to a new batch for log
+    /// position `lsn`, or returns nil when nothing changed.
+    public func seal(lsn: UInt64) -> CacheBatch? {
+        precondition(inFlight == nil, "seal() while a batch is in flight")
+        guard !table.changed.isEmpty || clearPending || needsRecencyIndex else { return nil }
+        let id = nextBatchID
+        nextBatchID += 1
+        let batch = CacheBatch(file: file, id: id, lsn: lsn, clear: clearPending, writes: table.seal(id), totals: totals)
+        batch.createRecencyIndex = needsRecencyIndex
+        needsRecencyIndex = false
+        if clearPending {
+            clearInFlight = id
+            clearPending = false
+        }
+        inFlight = batch
+        return batch
+    }
+
+    /// What to do with a batch that could not be applied.
+    public enum FailureHandling {
+        /// Keep its changes in memory and give them to the next batch.
+        case retry
+        /// Undo them: forget what memory holds and go back to the file's state.
+        case rollBack
+    }
+
+    /// Takes back the batch in flight once applied (or failed).
+    public func complete(_ batch: CacheBatch, onFailure: FailureHandling) {
+        precondition(inFlight === batch, "complete() of a batch not in flight")
+        inFlight = nil
+        if let error = batch.error {
+            lastFailure = error
+            if batch.createRecencyIndex { needsRecencyIndex = true }
+            switch onFailure {
+            case .retry:
+                table.complete(batch.id, batch.writes, failed: true)
+                if batch.clear && batch.id == clearInFlight {
+                    clearPending = true
+                    clearInFlight = 0
+                }
+            case .rollBack:
+                table.removeAll()
+                totals = (try? file.reloadState().totals) ?? totals
+                fileVoid = false
+                clearPending = false
+                clearInFlight = 0
+            }
+        } else {
+            lastFailure = nil
+            appliedLSN = max(appliedLSN, batch.lsn)
+            table.complete(batch.id, batch.writes, failed: false)
+            if batch.id == clearInFlight {
+                fileVoid = false
+                clearInFlight = 0
+            }
+        }
+        // What the file holds changed: walks over it start again.
+        expiry.fileChanged(volatile: totals.volatile)
+        eviction.reset(for: policy)
+        if capacity > 0 { eviction.rebuild(table.allUnapplied, policy: policy) }
+    }
+
+    /// Counters and settings, read in one call.
+    public func statistics() -> SQLiteKVCache.Statistics {
+        let t = totals
+        return SQLiteKVCache.Statistics(
+            entries: t.count, contentBytes: t.bytes, capacity: capacity, policy: policy, volatileEntries: t.volatile,
+            meanExpiresAt: t.volatile > 0 ? Int64(t.expiresSum / Double(t.volatile)) : 0,
+            evicted: evictedCount, expired: expiredCount, tierHits: table.hits, tierMisses: table.misses,
+            tierBytes: table.cleanBytes, tierEntries: table.count,
+            backgroundCheckpoints: file.checkpoints.load(),
+            unappliedBytes: table.unappliedBytes, appliedLSN: appliedLSN)
+    }
+
+    /// Closes the file (checkpointed). Changes not applied are lost: the
+    /// owner applies what it means to keep first.
+    public func close() {
+        file.close()
+    }
+}
+
+/// A change to a cache, as it happens in memory.
+public enum CacheEvent: Sendable, Equatable {
+    case stored(key: [UInt8])
+    case deleted(key: [UInt8])
+    case expired(key: [UInt8])
+    case evicted(key: [UInt8])
+    case cleared
+}

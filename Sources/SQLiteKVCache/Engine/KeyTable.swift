@@ -1,0 +1,324 @@
+import Foundation
+
+/// One key the engine knows in memory: its current state, and where that
+/// state is on its way to the file.
+final class KeySlot {
+    enum Change: UInt8 {
+        /// The file has (or is being given) this state.
+        case none
+        /// Only the write order changed (LRU recency).
+        case touch
+        /// The row was written or deleted.
+        case row
+    }
+
+    let digest: KeyDigest
+    var key: [UInt8]
+    /// The key's current row, or nil when it is known to be absent (a
+    /// delete not yet applied, or a miss remembered).
+    var row: Row?
+    /// What the next batch must write for this key.
+    var change = Change.none
+    /// The batch carrying this key's last sealed state, until it completes (0: none).
+    var inFlight: UInt64 = 0
+    /// The clock's bit: read since the hand last passed.
+    var referenced = false
+    /// The memory the slot is counted for.
+    fileprivate(set) var cost = 0
+    /// Its place in the clock ring, for clean slots (-1 otherwise).
+    fileprivate var ringIndex = -1
+    /// Whether it is in the index of unapplied slots.
+    fileprivate var indexed = false
+
+    init(digest: KeyDigest, key: [UInt8], row: Row?) {
+        self.digest = digest
+        self.key = key
+        self.row = row
+    }
+
+    /// Not yet in the file: changed since the last seal, or in a batch not yet applied.
+    var isUnapplied: Bool { change != .none || inFlight != 0 }
+
+    /// The bytes this entry counts against its cache's capacity (0 when absent).
+    var contentSize: Int { row.map { key.count + $0.bodySize } ?? 0 }
+}
+
+/// The keys a cache holds in memory: one table that is both the memory
+/// tier (clean rows kept to spare SQLite a read, bounded by `budget`,
+/// replaced by CLOCK) and the memtable (rows changed but not yet in the
+/// file: never dropped, counted apart in `unappliedBytes`).
+///
+/// A slot found here is the key's current state, always: every write goes
+/// through the table, so a lookup that finds nothing here must ask the
+/// file. Not thread-safe: the engine's owner uses it; batches carry copies.
+final class KeyTable {
+    /// Bytes the clean slots may take (content plus bookkeeping); 0 keeps none.
+    var budget: Int {
+        didSet { shrink() }
+    }
+    private(set) var cleanBytes = 0
+    /// Bytes of the slots not yet in the file (the memtable's size).
+    private(set) var unappliedBytes = 0
+    private(set) var hits = 0
+    private(set) var misses = 0
+
+    private var slots: [KeyDigest: KeySlot] = [:]
+    /// Clean slots, for the clock.
+    private var ring: [KeySlot] = []
+    private var hand = 0
+    /// Slots changed since the last seal, in the order they first changed.
+    private(set) var changed: [KeySlot] = []
+    /// Unapplied slots by the top 16 bits of their digest, so a scan finds
+    /// those in its digest range without sorting them all.
+    private var unappliedIndex: [UInt16: [KeySlot]] = [:]
+    private(set) var unappliedCount = 0
+
+    /// Bookkeeping per slot beyond its content: the dictionary entry, the
+    /// slot object and its arrays' headers.
+    static let overhead = 192
+
+    init(budget: Int) {
+        self.budget = max(0, budget)
+    }
+
+    var count: Int { slots.count }
+
+    static func cost(_ slot: KeySlot) -> Int {
+        slot.key.count + (slot.row.map { $0.metadata.count + $0.value.memoryCost } ?? 0) + overhead
+    }
+
+    /// The slot for `digest`, without counting a hit.
+    func slot(_ digest: KeyDigest) -> KeySlot? { slots[digest] }
+
+    /// The slot for `digest`, counted as a hit or a miss, marked recently used.
+    func lookup(_ digest: KeyDigest) -> KeySlot? {
+        guard let slot = slots[digest] else {
+            misses += 1
+            return nil
+        }
+        hits += 1
+        slot.referenced = true
+        return slot
+    }
+
+    /// Keeps a row read from the file (or a miss, with `row` nil) as a
+    /// clean slot, when the budget has room for it.
+    /// - Returns: the slot kept, or nil when the budget keeps nothing.
+    @discardableResult
+    func cache(_ digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot? {
+        precondition(slots[digest] == nil, "cache() of a key the table already holds")
+        let slot = KeySlot(digest: digest, key: key, row: row)
+        slot.cost = Self.cost(slot)
+        guard budget > 0, slot.cost <= budget / 4 else { return nil }
+        slots[digest] = slot
+        addToRing(slot)
+        cleanBytes += slot.cost
+        shrink()
+        return slot
+    }
+
+    /// Sets the current state of `digest` (a row, or nil for deleted) and
+    /// marks it for the next batch.
+    @discardableResult
+    func write(_ digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot {
+        let slot: KeySlot
+        if let existing = slots[digest] {
+            slot = existing
+            detach(slot)
+            slot.key = key
+            slot.row = row
+        } else {
+            slot = KeySlot(digest: digest, key: key, row: row)
+            slots[digest] = slot
+        }
+        markChanged(slot, .row)
+        attach(slot)
+        return slot
+    }
+
+    /// Marks a slot whose row changed in place (its order, its live value,
+    /// its expiry) for the next batch: `.touch` when only the order did.
+    func noteChange(_ slot: KeySlot, _ change: KeySlot.Change) {
+        detach(slot)
+        markChanged(slot, change)
+        attach(slot)
+    }
+
+    private func markChanged(_ slot: KeySlot, _ change: KeySlot.Change) {
+        if slot.change == .none { changed.append(slot) }
+        if change.rawValue > slot.change.rawValue { slot.change = change }
+    }
+
+    /// Takes a slot out of the accounting before it changes.
+    private func detach(_ slot: KeySlot) {
+        if slot.isUnapplied {
+            unappliedBytes -= slot.cost
+        } else {
+            cleanBytes -= slot.cost
+            removeFromRing(slot)
+        }
+    }
+
+    /// Puts a slot back into the accounting after it changed.
+    private func attach(_ slot: KeySlot) {
+        slot.cost = Self.cost(slot)
+        if slot.isUnapplied {
+            unappliedBytes += slot.cost
+            if !slot.indexed { index(slot) }
+        } else {
+            cleanBytes += slot.cost
+            addToRing(slot)
+            shrink()
+        }
+    }
+
+    /// Recomputes a slot's cost after its live value grew or shrank.
+    func recost(_ slot: KeySlot) {
+        detach(slot)
+        attach(slot)
+    }
+
+    /// Forgets `digest` (a clean slot only: a changed one must reach the file).
+    func forget(_ digest: KeyDigest) {
+        guard let slot = slots[digest], !slot.isUnapplied else { return }
+        detach(slot)
+        slots[digest] = nil
+    }
+
+    /// Forgets everything, changed slots too (a clear replaces them all).
+    func removeAll() {
+        slots.removeAll()
+        ring.removeAll()
+        changed.removeAll()
+        unappliedIndex.removeAll()
+        unappliedCount = 0
+        hand = 0
+        cleanBytes = 0
+        unappliedBytes = 0
+    }
+
+    // MARK: Batches
+
+    /// Hands every changed slot's state to batch `id`: each becomes in
+    /// flight with it, its live value frozen until the batch completes.
+    func seal(_ id: UInt64) -> [BatchWrite] {
+        var writes: [BatchWrite] = []
+        writes.reserveCapacity(changed.count)
+        for slot in changed {
+            let op: BatchWrite.Op
+            switch (slot.change, slot.row) {
+            case (.none, _): continue
+            case (.touch, let row?): op = .touch(seq: row.seq)
+            case (_, let row?):
+                if case .live(let value) = row.value { value.isFrozen = true }
+                op = .put(row)
+            case (_, nil): op = .delete
+            }
+            writes.append(BatchWrite(digest: slot.digest, key: slot.key, op: op))
+            slot.change = .none
+            slot.inFlight = id
+        }
+        changed.removeAll(keepingCapacity: true)
+        return writes
+    }
+
+    /// Takes back batch `id`'s slots once the writer is done with them: they
+    /// are clean again, unless changed since; when the batch failed they
+    /// are marked for the next one.
+    func complete(_ id: UInt64, _ writes: [BatchWrite], failed: Bool) {
+        for write in writes {
+            guard let slot = slots[write.digest], slot.inFlight == id else { continue }
+            detach(slot)
+            slot.inFlight = 0
+            if case .put(let row) = write.op, case .live(let value) = row.value,
+               case .live(let current)? = slot.row?.value, current === value {
+                value.isFrozen = false  // nobody else holds it now
+            }
+            if failed {
+                markChanged(slot, write.op.isTouch ? .touch : .row)
+            }
+            attach(slot)
+            if !slot.isUnapplied && slot.indexed { unindex(slot) }
+        }
+    }
+
+    // MARK: The unapplied slots, by digest range
+
+    private static func bucket(_ digest: KeyDigest) -> UInt16 { UInt16(truncatingIfNeeded: digest.w0 >> 48) }
+
+    private func index(_ slot: KeySlot) {
+        slot.indexed = true
+        unappliedIndex[Self.bucket(slot.digest), default: []].append(slot)
+        unappliedCount += 1
+    }
+
+    private func unindex(_ slot: KeySlot) {
+        let bucket = Self.bucket(slot.digest)
+        guard var slots = unappliedIndex[bucket], let at = slots.firstIndex(where: { $0 === slot }) else { return }
+        slots.swapAt(at, slots.count - 1)
+        slots.removeLast()
+        unappliedIndex[bucket] = slots.isEmpty ? nil : slots
+        slot.indexed = false
+        unappliedCount -= 1
+    }
+
+    /// The unapplied slots whose digest is at or after `start`, in digest
+    /// order, until `limit` are found and then to the end of that one's
+    /// 16-bit bucket.
+    func unapplied(from start: KeyDigest, limit: Int) -> [KeySlot] {
+        var found: [KeySlot] = []
+        guard unappliedCount > 0 else { return found }
+        var bucket = Int(Self.bucket(start))
+        while bucket <= Int(UInt16.max) && found.count < limit {
+            if let slots = unappliedIndex[UInt16(bucket)] {
+                found.append(contentsOf: slots.filter { $0.digest >= start }.sorted { $0.digest < $1.digest })
+            }
+            bucket += 1
+        }
+        return found
+    }
+
+    /// Every unapplied slot, in no order.
+    var allUnapplied: [KeySlot] { unappliedIndex.values.flatMap { $0 } }
+
+    // MARK: The clock
+
+    private func addToRing(_ slot: KeySlot) {
+        slot.ringIndex = ring.count
+        ring.append(slot)
+    }
+
+    private func removeFromRing(_ slot: KeySlot) {
+        let at = slot.ringIndex
+        guard at >= 0 else { return }
+        let last = ring.removeLast()
+        if last !== slot {
+            ring[at] = last
+            last.ringIndex = at
+        }
+        slot.ringIndex = -1
+    }
+
+    /// Drops clean slots with the clock hand until within budget.
+    private func shrink() {
+        while cleanBytes > budget && !ring.isEmpty {
+            if hand >= ring.count { hand = 0 }
+            let slot = ring[hand]
+            if slot.referenced {
+                slot.referenced = false
+                hand += 1
+            } else {
+                cleanBytes -= slot.cost
+                removeFromRing(slot)
+                slots[slot.digest] = nil
+            }
+        }
+    }
+}
+
+extension BatchWrite.Op {
+    var isTouch: Bool {
+        if case .touch = self { return true }
+        return false
+    }
+}

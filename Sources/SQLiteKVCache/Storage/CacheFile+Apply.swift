@@ -1,0 +1,143 @@
+import CSQLite
+import Foundation
+
+/// One key's change in a batch.
+struct BatchWrite {
+    enum Op {
+        /// Insert or replace the row.
+        case put(Row)
+        /// Remove the row, if there is one.
+        case delete
+        /// Only the row's write order changed (LRU recency).
+        case touch(seq: Int64)
+    }
+
+    let digest: KeyDigest
+    let key: [UInt8]
+    let op: Op
+}
+
+/// What one cache's engine hands its file at a seal: every key changed
+/// since the previous seal (its latest state), whether the cache was
+/// cleared first, and the totals and log position the file holds once
+/// this is applied. Built on the owner's thread, applied on the writer's,
+/// then handed back to the owner: its live values are frozen meanwhile.
+public final class CacheBatch: @unchecked Sendable {
+    let file: CacheFile
+    /// The engine's number for the batch (slots in flight carry it).
+    let id: UInt64
+    /// The log position the batch completes (0 without a log).
+    let lsn: UInt64
+    let clear: Bool
+    var writes: [BatchWrite]
+    let totals: Totals
+    /// Set by `apply()` when the batch could not be applied.
+    public internal(set) var error: SQLiteKVCache.Error?
+    /// The cache's name.
+    public var handle: String { file.handle }
+    /// Keys the batch writes.
+    public var count: Int { writes.count }
+    /// Creates LRU's index on write order first.
+    var createRecencyIndex = false
+
+    init(file: CacheFile, id: UInt64, lsn: UInt64, clear: Bool, writes: [BatchWrite], totals: Totals) {
+        self.file = file
+        self.id = id
+        self.lsn = lsn
+        self.clear = clear
+        self.writes = writes
+        self.totals = totals
+    }
+}
+
+extension CacheBatch {
+    /// Applies the batch to its file (on the thread that owns the file's
+    /// writer connection), recording a failure in `error`.
+    public func apply() {
+        do throws(SQLiteKVCache.Error) {
+            try file.apply(self)
+        } catch {
+            self.error = error
+        }
+    }
+}
+
+/// Applying batches, on the writer connection.
+extension CacheFile {
+    /// Applies `batch` in one transaction, rows in digest order (neighbouring
+    /// keys share B-tree pages), with the stats row and the log position;
+    /// then checkpoints when the WAL has grown past its threshold.
+    /// - Throws: `writeFailed`; then nothing of the batch is in the file.
+    func apply(_ batch: CacheBatch) throws(SQLiteKVCache.Error) {
+        do {
+            if batch.createRecencyIndex { try ensureRecencyIndex() }
+            try writer.execute("BEGIN IMMEDIATE")
+            if batch.clear { try writer.execute("DELETE FROM entries") }
+            batch.writes.sort { $0.digest < $1.digest }
+            let upsert = try writer.statement("""
+                INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
+                    seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
+                    metadata = excluded.metadata, value = excluded.value, kind = excluded.kind
+                """)
+            let delete = try writer.statement("DELETE FROM entries WHERE digest = ?")
+            let touch = try writer.statement("UPDATE entries SET seq = ? WHERE digest = ?")
+            for write in batch.writes {
+                switch write.op {
+                case .put(let row):
+                    defer { upsert.reset() }
+                    let value = row.value.bytes
+                    upsert.bind(1, write.key.count + row.metadata.count + value.count)
+                    upsert.bind(2, row.storageDate)
+                    upsert.bind(3, row.seq)
+                    if let expiresAt = row.expiresAt { upsert.bind(4, expiresAt) } else { upsert.bindNull(4) }
+                    upsert.bind(5, write.key)
+                    upsert.bind(6, row.metadata)
+                    upsert.bind(7, value)
+                    upsert.bind(8, Int64(row.kind.rawValue))
+                    write.digest.withBytes { upsert.bind(9, $0) }
+                    _ = try upsert.step()
+                case .delete:
+                    defer { delete.reset() }
+                    write.digest.withBytes { delete.bind(1, $0) }
+                    _ = try delete.step()
+                case .touch(let seq):
+                    defer { touch.reset() }
+                    touch.bind(1, seq)
+                    write.digest.withBytes { touch.bind(2, $0) }
+                    _ = try touch.step()
+                }
+            }
+            let stats = try writer.statement("""
+                UPDATE stats SET entries = ?, bytes = ?, next_seq = ?, volatile = ?, expires_sum = ?, applied_lsn = ?
+                WHERE id = 1
+                """)
+            defer { stats.reset() }
+            let totals = batch.totals
+            stats.bind(1, totals.count); stats.bind(2, totals.bytes); stats.bind(3, totals.nextSeq)
+            stats.bind(4, totals.volatile); stats.bind(5, totals.expiresSum)
+            stats.bind(6, Int64(bitPattern: batch.lsn))
+            _ = try stats.step()
+            try writer.execute("COMMIT")
+        } catch {
+            if writer.isInTransaction { try? writer.execute("ROLLBACK") }
+            if let failure = error as? SQLiteFailure { throw failure.asWriteError }
+            if let error = error as? SQLiteKVCache.Error { throw error }
+            throw .writeFailed(sqliteCode: 1)
+        }
+        stored = StoredState(totals: batch.totals, appliedLSN: batch.lsn)
+        checkpointIfDue()
+    }
+
+    /// Copies the WAL back into the file once it has passed its threshold,
+    /// so it stays bounded. PASSIVE never waits for the reader; the next
+    /// write starts the WAL over once a checkpoint has copied it all.
+    func checkpointIfDue() {
+        guard walPages.load() >= Self.checkpointThresholdPages else { return }
+        var logFrames: Int32 = 0, copied: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(writer.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
+        if rc == SQLITE_OK && logFrames == copied { walPages.store(0) }
+        checkpoints.add(1)
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+
+/// What the reader connection answers. Every call runs in its own read
+/// transaction (autocommit), so it sees the file as of the last commit.
+extension CacheFile {
+    /// A row's bookkeeping, without its value.
+    struct RowInfo {
+        var size: Int
+        var expiresAt: Int64?
+        var seq: Int64
+        var storageDate: Double
+        var kind: ValueKind
+    }
+
+    /// A row as a scan or a candidate query returns it.
+    struct ListedRow {
+        var digest: KeyDigest
+        var key: [UInt8]
+        var size: Int
+        var expiresAt: Int64?
+        var storageDate: Double
+        var seq: Int64
+        var kind: ValueKind
+    }
+
+    /// Runs a read, mapping SQLite's failures to `readFailed`.
+    func read<R>(_ body: () throws -> R) throws(SQLiteKVCache.Error) -> R {
+        do {
+            return try body()
+        } catch let failure as SQLiteFailure {
+            throw failure.asReadError
+        } catch let error as SQLiteKVCache.Error {
+            throw error
+        } catch {
+            throw .readFailed(sqliteCode: 1)
+        }
+    }
+
+    /// The full row for `digest`, if the file has one (live or expired).
+    func row(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> Row? {
+        try read {
+            let stmt = try reader.statement(
+                "SELECT storage_date, seq, expires_at, kind, metadata, value FROM entries WHERE digest = ?")
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            guard try stmt.step() else { return nil }
+            return Row(storageDate: stmt.double(0), seq: stmt.int64(1), expiresAt: stmt.isNull(2) ? nil : stmt.int64(2),
+                       kind: Self.kind(stmt.int64(3)), metadata: stmt.bytes(4), value: .bytes(stmt.bytes(5)))
+        }
+    }
+
+    /// The bookkeeping of `digest`'s row, without reading its value.
+    func rowInfo(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> RowInfo? {
+        try read {
+            let stmt = try reader.statement(
+                "SELECT size, expires_at, seq, storage_date, kind FROM entries WHERE digest = ?")
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            guard try stmt.step() else { return nil }
+            return RowInfo(size: Int(stmt.int64(0)), expiresAt: stmt.isNull(1) ? nil : stmt.int64(1),
+                           seq: stmt.int64(2), storageDate: stmt.double(3), kind: Self.kind(stmt.int64(4)))
+        }
+    }
+
+    static func kind(_ raw: Int64) -> ValueKind {
+        ValueKind(rawValue: UInt8(truncatingIfNeeded: raw)) ?? .string
+    }
+
+    private static let listedColumns = "digest, key, size, expires_at, storage_date, seq, kind"
+
+    private func listed(_ stmt: SQLiteStatement) -> ListedRow {
+        ListedRow(digest: stmt.digest(0), key: stmt.bytes(1), size: Int(stmt.int64(2)),
+                  expiresAt: stmt.isNull(3) ? nil : stmt.int64(3), storageDate: stmt.double(4), seq: stmt.int64(5),
+                  kind: Self.kind(stmt.int64(6)))
+    }
+
+    /// Rows in digest order from `start` (inclusive), at most `limit`,
+    /// and then every further row sharing the last one's 64-bit prefix.
+    /// - Returns: the rows and whether the table ended within them.
+    func scanPage(from start: KeyDigest, limit: Int) throws(SQLiteKVCache.Error) -> (rows: [ListedRow], ended: Bool) {
+        try read {
+            let stmt = try reader.statement(
+                "SELECT \(Self.listedColumns) FROM entries WHERE digest >= ? ORDER BY digest LIMIT ?")
+            defer { stmt.reset() }
+            start.withBytes { stmt.bind(1, $0) }
+            stmt.bind(2, max(1, limit))
+            var rows: [ListedRow] = []
+            while try stmt.step() { rows.append(listed(stmt)) }
+            guard rows.count == max(1, limit), let last = rows.last else { return (rows, true) }
+            // The rest of the rows sharing the last prefix, so a cursor can skip past it.
+            let same = try reader.statement(
+                "SELECT \(Self.listedColumns) FROM entries WHERE digest > ? AND digest < ? ORDER BY digest")
+            defer { same.reset() }
+            last.digest.withBytes { same.bind(1, $0) }
+            if last.digest.w0 == .max {
+                same.bind(2, [UInt8](repeating: 0xff, count: 33))  // above every 32-byte digest
+            } else {
+                KeyDigest(w0: last.digest.w0 + 1).withBytes { same.bind(2, $0) }
+            }
+            while try same.step() { rows.append(listed(same)) }
+            return (rows, false)
+        }
+    }
+
+    /// Every row's key, digest and expiry, in digest order.
+    func allRows(_ body: (ListedRow) -> Void) throws(SQLiteKVCache.Error) {
+        try read {
+            let stmt = try reader.statement("SELECT \(Self.listedColumns) FROM entries ORDER BY digest")
+            defer { stmt.reset() }
+            while try stmt.step() { body(listed(stmt)) }
+        }
+    }
+
+    /// The first row at or after `digest` in digest order, wrapping around.
+    func row(atOrAfter digest: KeyDigest) throws(SQLiteKVCache.Error) -> ListedRow? {
+        try read {
+            let stmt = try reader.statement("""
+                SELECT * FROM (SELECT \(Self.listedColumns) FROM entries WHERE digest >= ? ORDER BY digest LIMIT 1)
+                UNION ALL SELECT * FROM (SELECT \(Self.listedColumns) FROM entries ORDER BY digest LIMIT 1)
+                LIMIT 1
+                """)
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            return try stmt.step() ? listed(stmt) : nil
+        }
+    }
+
+    /// Rows whose expiry is at or before `now`, soonest first, after the
+    /// position `after` (an expiry time and digest), at most `limit`.
+    func expiredRows(now: Int64, after: (Int64, KeyDigest)?, limit: Int) throws(SQLiteKVCache.Error) -> [ListedRow] {
+        try read {
+            let stmt = try reader.statement("""
+                SELECT \(Self.listedColumns) FROM entries
+                WHERE expires_at <= ?1 AND (expires_at > ?2 OR (expires_at = ?2 AND digest > ?3))
+                ORDER BY expires_at, digest LIMIT ?4
+                """)
+            defer { stmt.reset() }
+            stmt.bind(1, now)
+            stmt.bind(2, after?.0 ?? Int64.min)
+            if let after { after.1.withBytes { stmt.bind(3, $0) } } else { stmt.bind(3, [UInt8]()) }  // empty: below every digest
+            stmt.bind(4, limit)
+            var rows: [ListedRow] = []
+            while try stmt.step() { rows.append(listed(stmt)) }
+            return rows
+        }
+    }
+
+    /// The earliest expiry time in the file after `time`, if any row has one.
+    func earliestExpiry(after time: Int64) throws(SQLiteKVCache.Error) -> Int64? {
+        try read {
+            let stmt = try reader.statement("SELECT min(expires_at) FROM entries WHERE expires_at > ?")
+            defer { stmt.reset() }
+            stmt.bind(1, time)
+            guard try stmt.step(), !stmt.isNull(0) else { return nil }
+            return stmt.int64(0)
+        }
+    }
+
+    /// Where an eviction walk has got to, in its policy's order.
+    enum EvictionPosition {
+        /// FIFO: storage date, then write order.
+        case age(Double, Int64)
+        /// LRU: recency.
+        case recency(Int64)
+        /// volatile-ttl: expiry time, then digest.
+        case expiry(Int64, KeyDigest)
+    }
+
+    /// The next rows to evict in the order of `order`, after `position`.
+    func evictionCandidates(_ order: EvictionOrder, after position: EvictionPosition?, limit: Int)
+        throws(SQLiteKVCache.Error) -> [ListedRow]
+    {
+        try read {
+            let stmt: SQLiteStatement
+            switch order {
+            case .age:
+                stmt = try reader.statement("""
+                    SELECT \(Self.listedColumns) FROM entries
+                    WHERE storage_date > ?1 OR (storage_date = ?1 AND seq > ?2)
+                    ORDER BY storage_date, seq LIMIT ?3
+                    """)
+                if case .age(let date, let seq)? = position {
+                    stmt.bind(1, date)
+                    stmt.bind(2, seq)
+                } else {
+                    stmt.bind(1, -Double.greatestFiniteMagnitude)
+                    stmt.bind(2, Int64.min)
+                }
+                stmt.bind(3, limit)
+            case .recency:
+                stmt = try reader.statement(
+                    "SELECT \(Self.listedColumns) FROM entries WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+                if case .recency(let seq)? = position { stmt.bind(1, seq) } else { stmt.bind(1, Int64.min) }
+                stmt.bind(2, limit)
+            case .expiry:
+                stmt = try reader.statement("""
+                    SELECT \(Self.listedColumns) FROM entries
+                    WHERE expires_at IS NOT NULL AND (expires_at > ?1 OR (expires_at = ?1 AND digest > ?2))
+                    ORDER BY expires_at, digest LIMIT ?3
+                    """)
+                if case .expiry(let at, let digest)? = position {
+                    stmt.bind(1, at)
+                    digest.withBytes { stmt.bind(2, $0) }
+                } else {
+                    stmt.bind(1, Int64.min)
+                    stmt.bind(2, [UInt8]())
+                }
+                stmt.bind(3, limit)
+            }
+            defer { stmt.reset() }
+            var rows: [ListedRow] = []
+            while try stmt.step() { rows.append(listed(stmt)) }
+            return rows
+        }
+    }
+}
+
+/// The orders in which eviction walks the rows.
+enum EvictionOrder: Equatable {
+    case age, recency, expiry
+}
+
+extension KeyDigest {
+    /// The digest whose first word is `w0` and the rest zero: the start of a prefix.
+    init(w0: UInt64) {
+        self.w0 = w0
+        w1 = 0
+        w2 = 0
+        w3 = 0
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import SQLiteKVCache
+
+/// The key table on its own: byte accounting of clean and unapplied slots,
+/// the clock, sealing and completing batches, and digests that differ only
+/// past their first word (which the dictionary hashes alone) never
+/// answering for each other.
+@Suite("Key table")
+struct KeyTableTests {
+    func digest(_ w0: UInt64, _ w3: UInt64) -> KeyDigest {
+        var words = (w0.bigEndian, UInt64(0), UInt64(0), w3.bigEndian)
+        return withUnsafeBytes(of: &words) { KeyDigest(bytes: $0) }
+    }
+
+    func row(_ value: String, seq: Int64 = 1) -> Row {
+        Row(storageDate: 1_700_000_000, seq: seq, expiresAt: nil, kind: .string, metadata: [], value: .bytes(bytes(value)))
+    }
+
+    func value(_ slot: KeySlot?) -> [UInt8]? { slot?.row?.value.bytes }
+
+    @Test func digestsSharingTheFirstWordNeverAnswerForEachOther() {
+        let table = KeyTable(budget: 1 << 20)
+        let a = digest(7, 1), b = digest(7, 2)
+        table.cache(a, key: bytes("a"), row: row("value of a"))
+        #expect(value(table.lookup(a)) == bytes("value of a"))
+        #expect(table.lookup(b) == nil)
+        table.write(b, key: bytes("b"), row: row("value of b"))
+        #expect(value(table.lookup(a)) == bytes("value of a"))
+        #expect(value(table.lookup(b)) == bytes("value of b"))
+        table.forget(a)
+        #expect(table.slot(a) == nil && table.slot(b) != nil)
+    }
+
+    @Test func cleanAndUnappliedBytesAreCountedApart() {
+        let table = KeyTable(budget: 1 << 20)
+        let d = digest(1, 1), e = digest(2, 2)
+        table.cache(d, key: bytes("k"), row: row("12345"))
+        #expect(table.cleanBytes == 1 + 5 + KeyTable.overhead && table.unappliedBytes == 0)
+        table.write(d, key: bytes("k"), row: row("123"))
+        #expect(table.cleanBytes == 0 && table.unappliedBytes == 1 + 3 + KeyTable.overhead)
+        table.write(e, key: bytes("kk"), row: nil)  // a delete: key and bookkeeping only
+        #expect(table.unappliedBytes == 1 + 3 + 2 + 2 * KeyTable.overhead)
+        let writes = table.seal(1)
+        #expect(writes.count == 2 && table.changed.isEmpty)
+        // In flight: still unapplied, never dropped by the clock.
+        #expect(table.unappliedBytes == 1 + 3 + 2 + 2 * KeyTable.overhead)
+        table.complete(1, writes, failed: false)
+        #expect(table.unappliedBytes == 0 && table.cleanBytes == 1 + 3 + 2 + 2 * KeyTable.overhead)
+        table.removeAll()
+        #expect(table.cleanBytes == 0 && table.count == 0)
+    }
+
+    @Test func aSlotChangedWhileInFlightStaysForTheNextBatch() {
+        let table = KeyTable(budget: 1 << 20)
+        let d = digest(3, 3)
+        table.write(d, key: bytes("k"), row: row("one", seq: 1))
+        let first = table.seal(1)
+        table.write(d, key: bytes("k"), row: row("two", seq: 2))
+        table.complete(1, first, failed: false)
+        #expect(table.slot(d)?.isUnapplied == true)
+        let second = table.seal(2)
+        guard case .put(let written)? = second.first?.op else {
+            Issue.record("the second batch should write the key")
+            return
+        }
+        #expect(written.value.bytes == bytes("two"))
+    }
+
+    @Test func aFailedBatchIsMarkedForTheNextOne() {
+        let table = KeyTable(budget: 1 << 20)
+        let d = digest(4, 4)
+        table.write(d, key: bytes("k"), row: row("v"))
+        let writes = table.seal(1)
+        table.complete(1, writes, failed: true)
+        #expect(table.changed.count == 1 && table.slot(d)?.change == .row)
+    }
+
+    @Test func theClockKeepsWhatWasReadAndStaysWithinBudget() {
+        let cost = 2 + 1 + KeyTable.overhead
+        let table = KeyTable(budget: 4 * cost + cost / 2)  // room for four entries
+        for i in 0..<4 { table.cache(digest(UInt64(10 + i), 0), key: bytes("k\(i)"), row: row("v")) }
+        #expect(table.count == 4)
+        #expect(table.lookup(digest(10, 0)) != nil)  // k0 read: it gets a second chance
+        table.cache(digest(20, 0), key: bytes("k4"), row: row("v"))
+        #expect(table.count == 4 && table.cleanBytes <= table.budget)
+        #expect(table.slot(digest(10, 0)) != nil)
+        #expect(table.slot(digest(11, 0)) == nil)  // the oldest unread entry went
+        #expect(table.slot(digest(20, 0)) != nil)
+    }
+
+    @Test func unappliedSlotsOutliveTheBudget() {
+        let table = KeyTable(budget: 0)
+        table.cache(digest(1, 1), key: bytes("k"), row: row("v"))
+        #expect(table.count == 0)  // a zero budget keeps nothing clean
+        table.write(digest(2, 2), key: bytes("w"), row: row("v"))
+        #expect(table.count == 1 && table.unappliedBytes > 0)
+        let writes = table.seal(1)
+        table.complete(1, writes, failed: false)
+        #expect(table.count == 0 && table.unappliedBytes == 0)
+    }
+
+    @Test func unappliedSlotsAreFoundByDigestRange() {
+        let table = KeyTable(budget: 1 << 20)
+        let digests = [digest(0x0001_0000_0000_0000, 0), digest(0x8000_0000_0000_0000, 0), digest(0x8000_0000_0000_0001, 0),
+                       digest(0xffff_0000_0000_0000, 0)]
+        for (i, d) in digests.enumerated() { table.write(d, key: bytes("k\(i)"), row: row("v")) }
+        #expect(table.unapplied(from: KeyDigest(w0: 0), limit: 10).map(\.digest) == digests)
+        // From the middle: the limit is reached in the 0x8000 bucket, which is finished.
+        #expect(table.unapplied(from: KeyDigest(w0: 0x4000_0000_0000_0000), limit: 1).map(\.digest)
+                == Array(digests[1...2]))
+    }
+}
