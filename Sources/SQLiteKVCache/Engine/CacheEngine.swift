@@ -13,8 +13,8 @@ import Foundation
 /// Not thread-safe: one owner (the server's loop thread, or
 /// `SQLiteKVCache` under its lock). Only a sealed batch crosses threads.
 public final class CacheEngine {
-    public let handle: String
-    let file: CacheFile
+    public private(set) var handle: String
+    private(set) var file: CacheFile
     let table: KeyTable
     let hasher = KeyHasher()
     private let clock: @Sendable () -> Date
@@ -396,6 +396,32 @@ public final class CacheEngine {
             tierBytes: table.cleanBytes, tierEntries: table.count,
             backgroundCheckpoints: file.checkpoints.load(),
             unappliedBytes: table.unappliedBytes, appliedLSN: appliedLSN)
+    }
+
+    /// Closes the file so it can be renamed (SWAPDB exchanges two files);
+    /// nothing may use the engine until `reopenFile`. The batch in flight,
+    /// if any, must have completed.
+    public func closeFileForRename() {
+        precondition(inFlight == nil, "a file is renamed with a batch in flight")
+        file.close()
+    }
+
+    /// Opens the file of `handle` (where this engine's file was moved) and
+    /// serves under that name from now on. Memory keeps its state.
+    /// - Throws: why the file cannot be opened; the engine is then unusable.
+    public func reopenFile(as handle: String, directory: String) throws(SQLiteKVCache.Error) {
+        let configuration = file.configuration
+        do {
+            file = try CacheFile(handle: handle, directory: directory, configuration: configuration)
+        } catch let error as SQLiteKVCache.Error {
+            throw error
+        } catch {
+            throw .databaseUnavailable(reason: "\(error)")
+        }
+        self.handle = handle
+        eviction.reset(for: policy)
+        if capacity > 0 { eviction.rebuild(table.allUnapplied, policy: policy) }
+        expiry.fileChanged(volatile: totals.volatile)
     }
 
     /// Closes the file (checkpointed). Changes not applied are lost: the

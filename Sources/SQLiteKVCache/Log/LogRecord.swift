@@ -1,0 +1,230 @@
+import Foundation
+
+/// One record of the append-only log: everything one command (or one
+/// MULTI/EXEC transaction) changed, in every cache it touched, so a replay
+/// applies it whole or not at all. Its position (`lsn`) orders it; `time`
+/// is when it ran, so a replay of relative expiry times lands where the
+/// original did.
+public struct LogRecord: Equatable, Sendable {
+    public var lsn: UInt64
+    /// Milliseconds since 1970.
+    public var time: Int64
+    public var ops: [LogOp]
+
+    public init(lsn: UInt64, time: Int64, ops: [LogOp]) {
+        self.lsn = lsn
+        self.time = time
+        self.ops = ops
+    }
+}
+
+/// One change to one cache (two for a swap), in a record.
+public enum LogOp: Equatable, Sendable {
+    /// A command that changed `cache`, replayed as it was run: it is
+    /// deterministic given the cache's state and the record's time.
+    case command(cache: String, args: [[UInt8]])
+    /// A whole entry stored in `cache` (MOVE and COPY into another cache).
+    case put(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+             metadata: [UInt8], value: [UInt8])
+    case delete(cache: String, key: [UInt8])
+    /// Every entry of `cache` removed (FLUSHDB, FLUSHALL).
+    case clear(cache: String)
+    /// The files of two caches exchanged (SWAPDB); the identities of the
+    /// files that held `a` and `b` before tell a replay whether it happened.
+    case swap(a: String, b: String, fileA: UInt64, fileB: UInt64)
+
+    /// The caches the op changes.
+    public var caches: [String] {
+        switch self {
+        case .command(let cache, _), .put(let cache, _, _, _, _, _, _), .delete(let cache, _), .clear(let cache):
+            return [cache]
+        case .swap(let a, let b, _, _):
+            return [a, b]
+        }
+    }
+
+    fileprivate var tag: UInt8 {
+        switch self {
+        case .command: return 1
+        case .put: return 2
+        case .delete: return 3
+        case .clear: return 4
+        case .swap: return 5
+        }
+    }
+}
+
+/// The bytes of records, little-endian:
+///
+///     record  = u32 bodyLength, u32 crc32c(body), body
+///     body    = u64 lsn, i64 time, u32 opCount, op…
+///     op      = u8 tag, cache (u8 length, bytes), then by tag:
+///               command: u32 argc, (u32 length, bytes)…
+///               put:     key, u8 kind, f64 storageDate, u8 hasExpiry, i64 expiresAt, metadata, value
+///               delete:  key
+///               clear:   nothing
+///               swap:    cache b, u64 fileA, u64 fileB
+///     key, metadata, value = u32 length, bytes
+enum LogCodec {
+    static let headerSize = 8
+    static let bodyHeaderSize = 20
+
+    /// Encodes a record onto `out`.
+    static func append(_ record: LogRecord, to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: [UInt8](repeating: 0, count: headerSize))
+        appendInteger(record.lsn, to: &out)
+        appendInteger(UInt64(bitPattern: record.time), to: &out)
+        appendInteger(UInt32(record.ops.count), to: &out)
+        for op in record.ops { append(op, to: &out) }
+        seal(&out, recordStart: start)
+    }
+
+    static func append(_ op: LogOp, to out: inout [UInt8]) {
+        out.append(op.tag)
+        appendName(op.caches[0], to: &out)
+        switch op {
+        case .command(_, let args):
+            appendInteger(UInt32(args.count), to: &out)
+            for arg in args { appendBytes(arg, to: &out) }
+        case .put(_, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
+            appendBytes(key, to: &out)
+            out.append(kind.rawValue)
+            appendInteger(storageDate.bitPattern, to: &out)
+            out.append(expiresAt == nil ? 0 : 1)
+            appendInteger(UInt64(bitPattern: expiresAt ?? 0), to: &out)
+            appendBytes(metadata, to: &out)
+            appendBytes(value, to: &out)
+        case .delete(_, let key):
+            appendBytes(key, to: &out)
+        case .clear:
+            break
+        case .swap(_, let b, let fileA, let fileB):
+            appendName(b, to: &out)
+            appendInteger(fileA, to: &out)
+            appendInteger(fileB, to: &out)
+        }
+    }
+
+    /// Writes the length and checksum of the record that starts at `recordStart`.
+    static func seal(_ out: inout [UInt8], recordStart: Int) {
+        let bodyStart = recordStart + headerSize
+        let length = UInt32(out.count - bodyStart)
+        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[bodyStart...])) }
+        withUnsafeBytes(of: length.littleEndian) { out.replaceSubrange(recordStart..<recordStart + 4, with: $0) }
+        withUnsafeBytes(of: crc.littleEndian) { out.replaceSubrange(recordStart + 4..<recordStart + 8, with: $0) }
+    }
+
+    static func appendInteger<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    static func appendBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
+        appendInteger(UInt32(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    static func appendBytes(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        appendInteger(UInt32(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    static func appendName(_ name: String, to out: inout [UInt8]) {
+        let utf8 = Array(name.utf8.prefix(255))
+        out.append(UInt8(utf8.count))
+        out.append(contentsOf: utf8)
+    }
+
+    /// Why bytes are not a record.
+    enum DecodeFailure: Swift.Error, Equatable {
+        /// The bytes end inside the record.
+        case truncated
+        /// The checksum or the structure is wrong.
+        case damaged(String)
+    }
+
+    /// Decodes the record at `offset` of `bytes`.
+    /// - Returns: the record and the offset after it.
+    static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DecodeFailure) -> (LogRecord, Int) {
+        guard bytes.count - offset >= headerSize else { throw .truncated }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+        let bodyStart = offset + headerSize
+        guard bytes.count - bodyStart >= length else { throw .truncated }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<bodyStart + length])
+        guard length >= bodyHeaderSize else { throw .damaged("a record of \(length) bytes is too short") }
+        guard CRC32C.checksum(body) == crc else { throw .damaged("checksum mismatch") }
+        var reader = BodyReader(body: body)
+        do throws(DecodeFailure) {
+            let lsn = try reader.integer(UInt64.self)
+            let time = Int64(bitPattern: try reader.integer(UInt64.self))
+            let count = Int(try reader.integer(UInt32.self))
+            var ops: [LogOp] = []
+            ops.reserveCapacity(min(count, 1024))
+            for _ in 0..<count { ops.append(try reader.op()) }
+            guard reader.index == body.count else { throw .damaged("\(body.count - reader.index) bytes after the last op") }
+            return (LogRecord(lsn: lsn, time: time, ops: ops), bodyStart + length)
+        } catch .truncated {
+            throw .damaged("an op runs past the end of its record")
+        }
+    }
+
+    private struct BodyReader {
+        let body: UnsafeRawBufferPointer
+        var index = 0
+
+        mutating func integer<T: FixedWidthInteger>(_: T.Type) throws(DecodeFailure) -> T {
+            let size = MemoryLayout<T>.size
+            guard body.count - index >= size else { throw .truncated }
+            defer { index += size }
+            return T(littleEndian: body.loadUnaligned(fromByteOffset: index, as: T.self))
+        }
+
+        mutating func byte() throws(DecodeFailure) -> UInt8 { try integer(UInt8.self) }
+
+        mutating func bytes() throws(DecodeFailure) -> [UInt8] {
+            let length = Int(try integer(UInt32.self))
+            guard body.count - index >= length else { throw .truncated }
+            defer { index += length }
+            return [UInt8](UnsafeRawBufferPointer(rebasing: body[index..<index + length]))
+        }
+
+        mutating func name() throws(DecodeFailure) -> String {
+            let length = Int(try byte())
+            guard body.count - index >= length else { throw .truncated }
+            defer { index += length }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: body[index..<index + length]), as: UTF8.self)
+        }
+
+        mutating func op() throws(DecodeFailure) -> LogOp {
+            let tag = try byte()
+            let cache = try name()
+            switch tag {
+            case 1:
+                let argc = Int(try integer(UInt32.self))
+                guard argc <= body.count - index else { throw .damaged("\(argc) arguments cannot fit") }
+                var args: [[UInt8]] = []
+                args.reserveCapacity(argc)
+                for _ in 0..<argc { args.append(try bytes()) }
+                return .command(cache: cache, args: args)
+            case 2:
+                let key = try bytes()
+                guard let kind = ValueKind(rawValue: try byte()) else { throw .damaged("unknown value kind") }
+                let storageDate = Double(bitPattern: try integer(UInt64.self))
+                let hasExpiry = try byte() != 0
+                let expiresAt = Int64(bitPattern: try integer(UInt64.self))
+                return .put(cache: cache, key: key, kind: kind, storageDate: storageDate,
+                            expiresAt: hasExpiry ? expiresAt : nil, metadata: try bytes(), value: try bytes())
+            case 3:
+                return .delete(cache: cache, key: try bytes())
+            case 4:
+                return .clear(cache: cache)
+            case 5:
+                let b = try name()
+                return .swap(a: cache, b: b, fileA: try integer(UInt64.self), fileB: try integer(UInt64.self))
+            default:
+                throw .damaged("unknown op \(tag)")
+            }
+        }
+    }
+}

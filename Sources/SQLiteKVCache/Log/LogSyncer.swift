@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Fsyncs the log on a thread of its own, as Redis's background I/O
+/// thread does, so the owner never waits on the disk: `everysec` asks once
+/// a second, `always` once per loop iteration that wrote (and holds those
+/// replies until `syncedLSN` passes their records). Requests that arrive
+/// while an fsync runs are served together by the next one.
+public final class LogSyncer: @unchecked Sendable {
+    private struct Request {
+        /// A descriptor the syncer owns (a dup, or a segment handed over to close).
+        var fd: Int32
+        var upTo: UInt64
+    }
+
+    private let condition = NSCondition()
+    private var requests: [Request] = []
+    private var directories: [String] = []
+    private var stopping = false
+    private var running = false
+    private var thread: Thread?
+    private let onSynced: @Sendable () -> Void
+    /// Guarded by `condition`.
+    private var synced: UInt64 = 0
+    private var lastError: Int32?
+    private var fsyncs = 0
+    private var lastDuration = 0.0
+
+    init(onSynced: @escaping @Sendable () -> Void) {
+        self.onSynced = onSynced
+    }
+
+    /// The last log position known to be on disk.
+    public var syncedLSN: UInt64 { condition.withLock { synced } }
+    /// The errno of the last fsync that failed, until one succeeds.
+    public var syncError: Int32? { condition.withLock { lastError } }
+    /// Fsyncs done so far.
+    public var count: Int { condition.withLock { fsyncs } }
+    /// Seconds the last fsync took.
+    public var lastSeconds: Double { condition.withLock { lastDuration } }
+
+    /// Marks positions up to `lsn` as on disk without an fsync (at start-up:
+    /// what was read back from the files).
+    func assumeSynced(upTo lsn: UInt64) {
+        condition.withLock { synced = max(synced, lsn) }
+    }
+
+    /// Asks for an fsync of `fd` (written up to `upTo`). With `thenClose`,
+    /// the syncer takes `fd` over and closes it after; otherwise it works
+    /// on a duplicate.
+    func request(fd: Int32, upTo: UInt64, thenClose: Bool = false) {
+        let owned = thenClose ? fd : dup(fd)
+        guard owned >= 0 else { return }
+        condition.withLock {
+            requests.append(Request(fd: owned, upTo: upTo))
+            startIfNeeded()
+            condition.signal()
+        }
+    }
+
+    /// Asks for an fsync of a directory (a segment was created in it).
+    func syncDirectory(_ path: String) {
+        condition.withLock {
+            directories.append(path)
+            startIfNeeded()
+            condition.signal()
+        }
+    }
+
+    private func startIfNeeded() {
+        guard !running && !stopping else { return }
+        running = true
+        let thread = Thread { [self] in run() }
+        thread.name = "kvcache-aof-fsync"
+        self.thread = thread
+        thread.start()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while requests.isEmpty && directories.isEmpty && !stopping { condition.wait() }
+            if requests.isEmpty && directories.isEmpty && stopping {
+                running = false
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let work = requests
+            let dirs = Set(directories)
+            requests.removeAll()
+            directories.removeAll()
+            condition.unlock()
+
+            let started = Date()
+            var failure: Int32?
+            var upTo: UInt64 = 0
+            for request in work {
+                if fdatasync(request.fd) != 0 { failure = errno } else { upTo = max(upTo, request.upTo) }
+                Glibc.close(request.fd)
+            }
+            for path in dirs {
+                let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if fd >= 0 {
+                    _ = fsync(fd)
+                    Glibc.close(fd)
+                }
+            }
+            let seconds = Date().timeIntervalSince(started)
+            condition.withLock {
+                if failure == nil { synced = max(synced, upTo) }
+                lastError = failure
+                fsyncs += work.count
+                lastDuration = seconds
+            }
+            if !work.isEmpty { onSynced() }
+        }
+    }
+
+    /// Serves what was asked, then stops the thread.
+    func stop() {
+        condition.withLock {
+            stopping = true
+            condition.broadcast()
+            while running { condition.wait() }
+        }
+    }
+}

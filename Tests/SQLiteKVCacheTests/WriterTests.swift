@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+@testable import SQLiteKVCache
+
+/// The engine as the server drives it: changes in memory, batches sealed
+/// and applied on the writer thread, reads answering the current state all
+/// along.
+@Suite("Writer thread")
+struct WriterTests {
+    let dir = TemporaryDirectory()
+
+    func engine(_ name: String = "w", capacity: Int = 0, tier: Int = 1 << 20) throws -> CacheEngine {
+        var configuration = SQLiteKVCache.Configuration(diskCapacity: capacity, memoryTierBytes: tier)
+        configuration.durableCommits = true
+        return try CacheEngine.open(handle: name, directory: dir.path, configuration: configuration)
+    }
+
+    func entry(_ key: String, _ value: String, expiresAt: Int64? = nil) -> StoredEntry {
+        StoredEntry(key: bytes(key), row: Row(storageDate: Date().timeIntervalSince1970, expiresAt: expiresAt,
+                                               kind: .string, metadata: [], value: .bytes(bytes(value))))
+    }
+
+    func value(_ engine: CacheEngine, _ key: String) throws -> String? {
+        try engine.get(bytes(key)).map { String(decoding: $0.row.value.bytes, as: UTF8.self) }
+    }
+
+    /// Seals `engine` at `lsn`, applies the batch on `writer` and completes it.
+    func flush(_ engine: CacheEngine, _ writer: BatchWriter, lsn: UInt64) {
+        guard let batch = engine.seal(lsn: lsn) else { return }
+        writer.submit(WriterJob(lsn: lsn, batches: [batch]))
+        writer.waitUntilIdle()
+        for job in writer.takeFinished() {
+            for batch in job.batches { engine.complete(batch, onFailure: .retry) }
+        }
+    }
+
+    @Test func readsSeeTheCurrentStateWhileABatchIsInFlight() throws {
+        let e = try engine(tier: 0)  // nothing clean kept: reads of applied keys go to the file
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<100 { try e.put(entry("k\(i)", "v\(i)")) }
+        writer.setPaused(true)
+        let batch = try #require(e.seal(lsn: 1))
+        writer.submit(WriterJob(lsn: 1, batches: [batch]))
+        // In flight: the file does not have them yet, memory does.
+        try e.put(entry("k0", "changed"))
+        #expect(try e.delete(bytes("k1")))
+        #expect(try value(e, "k0") == "changed")
+        #expect(try value(e, "k1") == nil)
+        #expect(try value(e, "k2") == "v2")
+        #expect(e.count == 99)
+        writer.setPaused(false)
+        writer.waitUntilIdle()
+        for job in writer.takeFinished() { e.complete(job.batches[0], onFailure: .retry) }
+        #expect(e.appliedLSN == 1)
+        // Applied: k2 is read back from the file, k0 and k1 still from memory.
+        #expect(try value(e, "k2") == "v2")
+        #expect(try value(e, "k0") == "changed")
+        #expect(try value(e, "k1") == nil)
+        flush(e, writer, lsn: 2)
+        #expect(try value(e, "k0") == "changed" && value(e, "k1") == nil)
+        #expect(e.unappliedBytes == 0)
+        e.close()
+        let reopened = try engine(tier: 0)
+        #expect(reopened.count == 99 && reopened.appliedLSN == 2)
+        #expect(try value(reopened, "k0") == "changed")
+    }
+
+    @Test func aClearVoidsTheFileUntilItIsApplied() throws {
+        let e = try engine()
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<50 { try e.put(entry("k\(i)", "v")) }
+        flush(e, writer, lsn: 1)
+        e.setMemoryBudget(0)
+        e.clear()
+        try e.put(entry("after", "v"))
+        #expect(try value(e, "k3") == nil && e.count == 1)
+        #expect(try e.keys() == [bytes("after")])
+        flush(e, writer, lsn: 2)
+        #expect(try value(e, "k3") == nil && value(e, "after") == "v")
+        #expect(try e.keys() == [bytes("after")])
+    }
+
+    @Test func aFailedBatchIsRetriedWithItsChanges() throws {
+        let e = try engine()
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        try e.put(entry("a", "1"))
+        let batch = try #require(e.seal(lsn: 1))
+        batch.error = .writeFailed(sqliteCode: 13)  // as if the disk were full
+        e.complete(batch, onFailure: .retry)
+        #expect(e.lastFailure == .writeFailed(sqliteCode: 13) && e.appliedLSN == 0)
+        try e.put(entry("b", "2"))
+        flush(e, writer, lsn: 2)
+        #expect(e.lastFailure == nil && e.appliedLSN == 2)
+        e.close()
+        let reopened = try engine(tier: 0)
+        #expect(try value(reopened, "a") == "1" && value(reopened, "b") == "2")
+    }
+
+    @Test func capacityHoldsWithChangesInMemoryAndInTheFile() throws {
+        let e = try engine(capacity: 100)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        // Ten entries of 2 + 8 bytes fill it; older ones in the file, newer in memory.
+        for i in 0..<10 { try e.put(entry("a\(i)", "12345678")) }
+        flush(e, writer, lsn: 1)
+        for i in 0..<5 { try e.put(entry("b\(i)", "12345678")) }
+        #expect(e.contentBytes <= 100 && e.count == 10)
+        // The oldest went first: the a's written first.
+        #expect(try value(e, "a0") == nil && value(e, "a4") == nil && value(e, "a5") != nil)
+        flush(e, writer, lsn: 2)
+        for i in 0..<5 { try e.put(entry("c\(i)", "12345678")) }
+        #expect(try value(e, "a5") == nil && value(e, "b0") != nil)
+        #expect(e.statistics().evicted == 10)
+    }
+
+    @Test func theSweepFindsExpiredKeysInMemoryAndInTheFile() throws {
+        let e = try engine()
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        let past = Int64(Date().timeIntervalSince1970 * 1000) - 1
+        for i in 0..<40 { try e.put(entry("old\(i)", "v", expiresAt: past + 1_000_000)) }
+        flush(e, writer, lsn: 1)
+        // Now expire the ones in the file, and add some expired in memory only.
+        for i in 0..<40 where i % 2 == 0 { #expect(try e.setExpiry(bytes("old\(i)"), past + 50)) }
+        flush(e, writer, lsn: 2)
+        for i in 0..<10 { try e.put(entry("mem\(i)", "v", expiresAt: past + 50)) }
+        usleep(100_000)
+        #expect(e.expiryDue())
+        var removed = 0
+        while e.expiryDue() {
+            let n = try e.removeExpired(limit: 7)
+            removed += n
+            if n < 7 { break }
+        }
+        #expect(removed == 30)
+        #expect(e.count == 20 && e.statistics().expired == 30)
+    }
+
+    @Test func liveValuesAreFrozenWhileABatchHoldsThem() throws {
+        let e = try engine()
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        let list = TestList(["a"])
+        try e.put(StoredEntry(key: bytes("l"), row: Row(storageDate: 0, expiresAt: nil, kind: .list, metadata: [],
+                                                        value: .live(list))))
+        writer.setPaused(true)
+        let batch = try #require(e.seal(lsn: 1))
+        writer.submit(WriterJob(lsn: 1, batches: [batch]))
+        #expect(list.isFrozen)
+        let changing = try #require(try e.liveValueForChange(bytes("l")) as? TestList)
+        #expect(changing !== list, "a frozen value is copied before a change")
+        let before = changing.encodedSize
+        changing.items.append("b")
+        try e.liveValueChanged(bytes("l"), oldEncodedSize: before, storageDate: 1)
+        #expect(e.contentBytes == 1 + 2)
+        writer.setPaused(false)
+        writer.waitUntilIdle()
+        for job in writer.takeFinished() { e.complete(job.batches[0], onFailure: .retry) }
+        #expect(list.items == ["a"], "the batch wrote the value as it was sealed")
+        flush(e, writer, lsn: 2)
+        e.close()
+        let reopened = try engine()
+        #expect(try reopened.get(bytes("l"))?.row.value.bytes == bytes("ab"))
+    }
+}
+
+/// A stand-in for a server's list: its bytes are its items, joined.
+final class TestList: LiveValue {
+    var items: [String]
+    var isFrozen = false
+
+    init(_ items: [String]) { self.items = items }
+
+    var encodedSize: Int { items.reduce(0) { $0 + $1.utf8.count } }
+    var memoryCost: Int { encodedSize + 64 }
+    func encoded() -> [UInt8] { Array(items.joined().utf8) }
+    func copy() -> LiveValue { TestList(items) }
+}
