@@ -373,14 +373,6 @@ struct EncodedZSet {
     }
 }
 
-extension CommandContext {
-    /// Point lookups into the collection of `kind` at `key`, read (counted) without decoding it.
-    func lookupIn(_ key: [UInt8], of kind: ValueKind) throws -> EncodedLookup? {
-        guard let entry = try entry(key, of: kind, read: true) else { return nil }
-        return try EncodedLookup(entry.value, kind: kind)
-    }
-}
-
 // MARK: Lists
 
 /// A list: its elements in order. Redis 7.0 keeps every list as a quicklist.
@@ -700,77 +692,6 @@ extension Array {
             if predicate(self[mid]) { high = mid } else { low = mid + 1 }
         }
         return low
-    }
-}
-
-// MARK: Reading and writing collections from commands
-
-extension CommandContext {
-    /// The live entry for `key` when it holds `kind`; nil when there is none.
-    /// Counted as a keyspace hit or miss when `read` (Redis's lookupKeyRead).
-    /// - Throws: WRONGTYPE when the key holds another kind.
-    func entry(_ key: [UInt8], of kind: ValueKind, read: Bool = false) throws -> SQLiteKVCache.Entry? {
-        let entry = read ? try lookup(key) : try cache.engine.get(key: key)
-        if let entry, entry.kind != kind { throw ReplyError.wrongType }
-        return entry
-    }
-
-    /// The encoding limits in force.
-    var limits: EncodingLimits { server.config.encodingLimits }
-
-    /// Stores a collection under `key`, keeping the expiry and metadata of
-    /// `old` (the entry it replaces, if any); an empty one deletes the key,
-    /// as Redis never keeps an empty collection.
-    func storeCollection(_ key: [UInt8], kind: ValueKind, _ bytes: [UInt8], isEmpty: Bool, old: SQLiteKVCache.Entry?) throws {
-        if isEmpty {
-            if old != nil { _ = try server.writable(cache).delete(key: key) }
-            return
-        }
-        try server.writable(cache).put(SQLiteKVCache.Entry(
-            key: key, storageDate: Date(), metadata: old?.metadata ?? [], value: bytes,
-            expiresAt: old?.expiresAt, kind: kind))
-    }
-
-    /// The element count of the collection of `kind` at `key` (0 when absent), read from its header.
-    func collectionCount(_ key: [UInt8], of kind: ValueKind) throws -> Int {
-        guard let entry = try entry(key, of: kind, read: true) else { return 0 }
-        return try EncodedLayout(entry.value).count
-    }
-
-    func list(_ key: [UInt8], read: Bool = false) throws -> (ListValue, SQLiteKVCache.Entry)? {
-        guard let entry = try entry(key, of: .list, read: read) else { return nil }
-        return (try ListValue(decoding: entry.value), entry)
-    }
-
-    func set(_ key: [UInt8], read: Bool = false) throws -> (SetValue, SQLiteKVCache.Entry)? {
-        guard let entry = try entry(key, of: .set, read: read) else { return nil }
-        return (try SetValue(decoding: entry.value), entry)
-    }
-
-    func hash(_ key: [UInt8], read: Bool = false) throws -> (HashValue, SQLiteKVCache.Entry)? {
-        guard let entry = try entry(key, of: .hash, read: read) else { return nil }
-        return (try HashValue(decoding: entry.value), entry)
-    }
-
-    func zset(_ key: [UInt8], read: Bool = false) throws -> (ZSetValue, SQLiteKVCache.Entry)? {
-        guard let entry = try entry(key, of: .zset, read: read) else { return nil }
-        return (try ZSetValue(decoding: entry.value), entry)
-    }
-
-    func store(_ key: [UInt8], _ list: ListValue, old: SQLiteKVCache.Entry?) throws {
-        try storeCollection(key, kind: .list, list.encoded(), isEmpty: list.items.isEmpty, old: old)
-    }
-
-    func store(_ key: [UInt8], _ set: SetValue, old: SQLiteKVCache.Entry?) throws {
-        try storeCollection(key, kind: .set, set.encoded(), isEmpty: set.isEmpty, old: old)
-    }
-
-    func store(_ key: [UInt8], _ hash: HashValue, old: SQLiteKVCache.Entry?) throws {
-        try storeCollection(key, kind: .hash, hash.encoded(), isEmpty: hash.isEmpty, old: old)
-    }
-
-    func store(_ key: [UInt8], _ zset: ZSetValue, old: SQLiteKVCache.Entry?) throws {
-        try storeCollection(key, kind: .zset, zset.encoded(), isEmpty: zset.isEmpty, old: old)
     }
 }
 

@@ -8,6 +8,15 @@ struct CommandContext {
 
     var cache: OpenCache { connection.cache }
 
+    /// The selected cache's keys: the only way a handler reaches a key.
+    var keyspace: Keyspace { Keyspace(server: server, cache: connection.cache) }
+
+    /// Another cache's keys (MOVE, COPY … DB, SWAPDB).
+    func keyspace(of cache: OpenCache) -> Keyspace { Keyspace(server: server, cache: cache) }
+
+    /// The encoding limits in force.
+    var limits: EncodingLimits { server.config.encodingLimits }
+
     /// The argument at `index` as text (lossy for invalid UTF-8).
     func text(_ index: Int) -> String { String(decoding: args[index], as: UTF8.self) }
 

@@ -36,39 +36,3 @@ extension ReplyError {
         ReplyError("ERR invalid expire time in '\(command)' command")
     }
 }
-
-/// What SET and GETEX options ask for.
-struct StringSetOptions {
-    var nx = false, xx = false, get = false, keepTTL = false, persist = false
-    var expiry: (form: ExpiryForm, argument: [UInt8])?
-
-    enum Command { case set, getex }
-
-    /// Parses options from `args[start...]` exactly as Redis 7's
-    /// `parseExtendedStringArgumentsOrReply`: a repeated option is allowed,
-    /// conflicting ones are a syntax error.
-    init(_ args: [[UInt8]], from start: Int, for command: Command) throws(ReplyError) {
-        var j = start
-        while j < args.count {
-            let option = String(decoding: args[j].map(asciiLower), as: UTF8.self)
-            let hasNext = j + 1 < args.count
-            let expiryForm = expiry?.form
-            func expiryAllowed(_ form: ExpiryForm) -> Bool {
-                !keepTTL && !persist && (expiryForm == nil || expiryForm == form) && hasNext
-            }
-            switch option {
-            case "nx" where !xx && command == .set: nx = true
-            case "xx" where !nx && command == .set: xx = true
-            case "get" where command == .set: get = true
-            case "keepttl" where !persist && expiryForm == nil && command == .set: keepTTL = true
-            case "persist" where command == .getex && expiryForm == nil && !keepTTL: persist = true
-            case "ex" where expiryAllowed(.seconds): expiry = (.seconds, args[j + 1]); j += 1
-            case "px" where expiryAllowed(.milliseconds): expiry = (.milliseconds, args[j + 1]); j += 1
-            case "exat" where expiryAllowed(.unixSeconds): expiry = (.unixSeconds, args[j + 1]); j += 1
-            case "pxat" where expiryAllowed(.unixMilliseconds): expiry = (.unixMilliseconds, args[j + 1]); j += 1
-            default: throw .syntax
-            }
-            j += 1
-        }
-    }
-}

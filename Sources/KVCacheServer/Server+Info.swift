@@ -212,15 +212,4 @@ extension Server {
         guard let first = opsSamples.first, let last = opsSamples.last, last.time > first.time else { return 0 }
         return (last.commands - first.commands) * 1000 / Int(last.time - first.time)
     }
-
-    /// Counts a read for INFO's keyspace_hits / keyspace_misses.
-    func countLookup(_ cache: OpenCache, hit: Bool) {
-        if hit {
-            stats.keyspaceHits += 1
-            cache.hits += 1
-        } else {
-            stats.keyspaceMisses += 1
-            cache.misses += 1
-        }
-    }
 }

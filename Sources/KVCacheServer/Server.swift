@@ -757,12 +757,12 @@ public final class Server {
         let deadline = Self.monotonicMicroseconds() + Self.sweepBudgetMicroseconds
         for cache in registry.open.values where cache.openError == nil {
             do {
-                guard try cache.engine.expiryDue() else { continue }
-                let engine = try writable(cache)
+                let keyspace = Keyspace(server: self, cache: cache)
+                guard try keyspace.expiryDue() else { continue }
                 // Small steps until the iteration's budget is spent: a mass
                 // expiry spreads over iterations, between which clients are served.
                 while true {
-                    let removed = try engine.removeExpired(limit: Self.sweepBatch)
+                    let removed = try keyspace.removeExpired(limit: Self.sweepBatch)
                     backgroundRemovals += removed
                     guard removed == Self.sweepBatch else { break }
                     if Self.monotonicMicroseconds() >= deadline || backgroundRemovals >= Self.backgroundCommitRemovals {
@@ -781,7 +781,7 @@ public final class Server {
     func continueEviction() {
         for cache in registry.open.values where cache.needsEviction {
             do {
-                cache.needsEviction = !(try writable(cache).evict(limit: Self.backgroundCommitRemovals))
+                cache.needsEviction = !(try Keyspace(server: self, cache: cache).evict(limit: Self.backgroundCommitRemovals))
                 // `evict` says only whether it is done: count the step as a full batch.
                 backgroundRemovals += Self.backgroundCommitRemovals
             } catch {

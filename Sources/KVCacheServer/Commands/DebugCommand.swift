@@ -39,15 +39,15 @@ private func debug(_ ctx: CommandContext) throws {
     case "digest-value":
         ctx.connection.replyArrayHeader(ctx.args.count - 2)
         for key in ctx.args.dropFirst(2) {
-            let digest = try ctx.cache.engine.get(key: key).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
+            let digest = try ctx.keyspace.peek(key).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
             ctx.connection.replyBulk(hex(digest))
         }
     case "digest":
         guard ctx.args.count == 2 else { throw ReplyError.syntax }
         // Each key's digest of key, value and expiry, xored: independent of key order.
         var total = [UInt8](repeating: 0, count: 20)
-        for key in try ctx.cache.engine.keys() {
-            guard let entry = try ctx.cache.engine.get(key: key) else { continue }
+        for key in try ctx.keyspace.keys() {
+            guard let entry = try ctx.keyspace.peek(key) else { continue }
             var material = sha1(key) + (try valueDigest(entry))
             if let expiresAt = entry.expiresAt { material += Array(String(expiresAt).utf8) }
             for (i, byte) in sha1(material).enumerated() { total[i] ^= byte }

@@ -12,7 +12,7 @@ let dumpCommands: [Command] = [
 ]
 
 private func dump(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.lookup(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1]) else {
         ctx.connection.replyNull()
         return
     }
@@ -47,7 +47,7 @@ private func restore(_ ctx: CommandContext) throws {
         j += 1
     }
     let key = ctx.args[1]
-    if !replace, try ctx.cache.engine.contains(key: key) {
+    if !replace, try ctx.keyspace.exists(key) {
         throw ReplyError("BUSYKEY Target key name already exists.")
     }
     var ttl = try ctx.integer(2)
@@ -60,16 +60,15 @@ private func restore(_ ctx: CommandContext) throws {
     } catch {
         throw ReplyError("ERR Bad data format")
     }
-    let engine = try ctx.server.writable(ctx.cache)
     let now = ctx.now
     if ttl > 0 && !absoluteTTL { ttl = ttl.addingReportingOverflow(now).overflow ? .max : ttl + now }
     if ttl > 0 && ttl <= now {
         // Already expired: the key is gone (REPLACE deleted it), as in Redis.
-        if replace { _ = try engine.delete(key: key) }
+        if replace { try ctx.keyspace.delete(key) }
         ctx.connection.replyOK()
         return
     }
-    try engine.put(SQLiteKVCache.Entry(key: key, storageDate: Date(), metadata: [], value: value,
-                                       expiresAt: ttl > 0 ? ttl : nil, kind: kind))
+    try ctx.keyspace.store(SQLiteKVCache.Entry(key: key, storageDate: Date(), metadata: [], value: value,
+                                               expiresAt: ttl > 0 ? ttl : nil, kind: kind))
     ctx.connection.replyOK()
 }

@@ -46,14 +46,13 @@ private func put(_ ctx: CommandContext) throws {
     }
     let key = ctx.args[1]
     var expiresAt = try expiry.map { try ctx.absoluteExpiry($0.argument, $0.form, now: ctx.now) }
-    if keepTTL { expiresAt = try ctx.cache.engine.get(key: key)?.expiresAt }
-    try ctx.server.writable(ctx.cache).put(key: key, storageDate: storageDate, metadata: ctx.args[3],
-                                           value: ctx.args[4], expiresAt: expiresAt)
+    if keepTTL { expiresAt = try ctx.keyspace.lookupWrite(key)?.expiresAt }
+    try ctx.keyspace.set(key, ctx.args[4], expiresAt: expiresAt, metadata: ctx.args[3], storageDate: storageDate)
     ctx.connection.replyOK()
 }
 
 private func get(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.lookupString(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .string) else {
         ctx.connection.replyNullArray()
         return
     }

@@ -53,7 +53,7 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         guard when <= Int64.max - now else { throw invalid }
         when += now
     }
-    guard let entry = try ctx.cache.engine.get(key: ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupWrite(ctx.args[1]) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -64,17 +64,12 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         ctx.connection.replyInteger(0)
         return
     }
-    let engine = try ctx.server.writable(ctx.cache)
-    if when <= now {
-        _ = try engine.delete(key: ctx.args[1])
-    } else {
-        try engine.setExpiry(key: ctx.args[1], expiresAt: when)
-    }
+    try ctx.keyspace.expire(ctx.args[1], at: when, now: now)
     ctx.connection.replyInteger(1)
 }
 
 private func ttl(_ ctx: CommandContext, ms: Bool, absolute: Bool) throws {
-    guard let entry = try ctx.lookup(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1]) else {
         ctx.connection.replyInteger(-2)
         return
     }
@@ -87,10 +82,10 @@ private func ttl(_ ctx: CommandContext, ms: Bool, absolute: Bool) throws {
 }
 
 private func persist(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.cache.engine.get(key: ctx.args[1]), entry.expiresAt != nil else {
+    guard let entry = try ctx.keyspace.lookupWrite(ctx.args[1]), entry.expiresAt != nil else {
         ctx.connection.replyInteger(0)
         return
     }
-    try ctx.server.writable(ctx.cache).setExpiry(key: ctx.args[1], expiresAt: nil)
+    try ctx.keyspace.setExpiry(ctx.args[1], nil)
     ctx.connection.replyInteger(1)
 }

@@ -37,7 +37,7 @@ let hashCommands: [Command] = [
 private func hset(_ ctx: CommandContext, okReply: Bool) throws {
     guard ctx.args.count % 2 == 0 else { throw ReplyError.wrongArity(ctx.commandName) }
     let key = ctx.args[1]
-    let old = try ctx.entry(key, of: .hash)
+    let old = try ctx.keyspace.lookupWrite(key, as: .hash)
     if let old, try EncodedLayout(old.value).large {
         // A hashtable hash: values replaced and fields appended on its bytes, without decoding it.
         let hash = try EncodedLookup(old.value, kind: .hash)
@@ -70,7 +70,7 @@ private func hset(_ ctx: CommandContext, okReply: Bool) throws {
             CollectionCodec.appendElement(added[i], to: &bytes)
             CollectionCodec.appendElement(addedValues[i], to: &bytes)
         }
-        try ctx.storeCollection(key, kind: .hash, bytes, isEmpty: false, old: old)
+        try ctx.keyspace.storeCollection(key, kind: .hash, bytes, isEmpty: false, old: old)
         if okReply { ctx.connection.replyOK() } else { ctx.connection.replyInteger(added.count) }
         return
     }
@@ -79,13 +79,13 @@ private func hset(_ ctx: CommandContext, okReply: Bool) throws {
     var created = 0
     for i in stride(from: 2, to: ctx.args.count, by: 2) where hash.set(ctx.args[i], ctx.args[i + 1]) { created += 1 }
     hash.noteWrite(Array(ctx.args[2...]), limits: ctx.limits)
-    try ctx.store(key, hash, old: found?.1)
+    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     if okReply { ctx.connection.replyOK() } else { ctx.connection.replyInteger(created) }
 }
 
 private func hsetnx(_ ctx: CommandContext) throws {
     let key = ctx.args[1]
-    let found = try ctx.hash(key)
+    let found = try ctx.keyspace.loadHash(key)
     var hash = found?.0 ?? HashValue()
     guard hash[ctx.args[2]] == nil else {
         ctx.connection.replyInteger(0)
@@ -93,12 +93,12 @@ private func hsetnx(_ ctx: CommandContext) throws {
     }
     hash.set(ctx.args[2], ctx.args[3])
     hash.noteWrite([ctx.args[2], ctx.args[3]], limits: ctx.limits)
-    try ctx.store(key, hash, old: found?.1)
+    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     ctx.connection.replyInteger(1)
 }
 
 private func hget(_ ctx: CommandContext) throws {
-    if let value = try ctx.lookupIn(ctx.args[1], of: .hash)?.value(ctx.args[2]) {
+    if let value = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)?.value(ctx.args[2]) {
         ctx.connection.replyBulk(value)
     } else {
         ctx.connection.replyNull()
@@ -106,7 +106,7 @@ private func hget(_ ctx: CommandContext) throws {
 }
 
 private func hmget(_ ctx: CommandContext) throws {
-    let hash = try ctx.lookupIn(ctx.args[1], of: .hash)
+    let hash = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for field in ctx.args[2...] {
         if let value = hash?.value(field) { ctx.connection.replyBulk(value) } else { ctx.connection.replyNull() }
@@ -115,7 +115,7 @@ private func hmget(_ ctx: CommandContext) throws {
 
 /// HGETALL (a map in RESP3), HKEYS and HVALS (arrays).
 private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
-    let hash = try ctx.hash(ctx.args[1], read: true)?.0 ?? HashValue()
+    let hash = try ctx.keyspace.loadHash(ctx.args[1], read: true)?.0 ?? HashValue()
     let c = ctx.connection
     if keys && values {
         c.replyMapHeader(hash.count)
@@ -129,7 +129,7 @@ private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
 }
 
 private func hdel(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.hash(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadHash(ctx.args[1]) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -139,27 +139,27 @@ private func hdel(_ ctx: CommandContext) throws {
         removed += 1
         if hash.isEmpty { break }
     }
-    if removed > 0 { try ctx.store(ctx.args[1], hash, old: old) }
+    if removed > 0 { try ctx.keyspace.store(hash, at: ctx.args[1], replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
 private func hlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .hash))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .hash))
 }
 
 private func hexists(_ ctx: CommandContext) throws {
-    let hash = try ctx.lookupIn(ctx.args[1], of: .hash)
+    let hash = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)
     ctx.connection.replyInteger(hash?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func hstrlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.lookupIn(ctx.args[1], of: .hash)?.value(ctx.args[2])?.count ?? 0)
+    ctx.connection.replyInteger(try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)?.value(ctx.args[2])?.count ?? 0)
 }
 
 private func hincrby(_ ctx: CommandContext) throws {
     let increment = try ctx.integer(3)
     let key = ctx.args[1], field = ctx.args[2]
-    let found = try ctx.hash(key)
+    let found = try ctx.keyspace.loadHash(key)
     var hash = found?.0 ?? HashValue()
     var current: Int64 = 0
     if let old = hash[field] {
@@ -171,7 +171,7 @@ private func hincrby(_ ctx: CommandContext) throws {
     let text = Array(String(result).utf8)
     hash.set(field, text)
     hash.noteWrite([field, text], limits: ctx.limits)
-    try ctx.store(key, hash, old: found?.1)
+    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     ctx.connection.replyInteger(result)
 }
 
@@ -179,7 +179,7 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     guard let increment = parseLongDouble(ctx.args[3]) else { throw ReplyError.notFloat }
     guard increment.isFinite else { throw ReplyError("ERR value is NaN or Infinity") }
     let key = ctx.args[1], field = ctx.args[2]
-    let found = try ctx.hash(key)
+    let found = try ctx.keyspace.loadHash(key)
     var hash = found?.0 ?? HashValue()
     var current: LongDouble = 0
     if let old = hash[field] {
@@ -191,6 +191,6 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     let text = formatLongDouble(result)
     hash.set(field, text)
     hash.noteWrite([field, text], limits: ctx.limits)
-    try ctx.store(key, hash, old: found?.1)
+    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     ctx.connection.replyBulk(text)
 }

@@ -42,30 +42,27 @@ let keyspaceCommands: [Command] = [
 ]
 
 private func del(_ ctx: CommandContext) throws {
-    let engine = try ctx.server.writable(ctx.cache)
     var removed = 0
-    for key in ctx.args.dropFirst() where try engine.delete(key: key) { removed += 1 }
+    for key in ctx.args.dropFirst() where try ctx.keyspace.delete(key) { removed += 1 }
     ctx.connection.replyInteger(removed)
 }
 
 private func exists(_ ctx: CommandContext) throws {
     var found = 0
     for key in ctx.args.dropFirst() {
-        let live = try ctx.cache.engine.contains(key: key)
-        ctx.server.countLookup(ctx.cache, hit: live)
-        if live { found += 1 }
+        if try ctx.keyspace.exists(key, counted: true) { found += 1 }
     }
     ctx.connection.replyInteger(found)
 }
 
 private func touch(_ ctx: CommandContext) throws {
     var found = 0
-    for key in ctx.args.dropFirst() where try ctx.cache.engine.touch(key: key) { found += 1 }
+    for key in ctx.args.dropFirst() where try ctx.keyspace.touch(key) { found += 1 }
     ctx.connection.replyInteger(found)
 }
 
 private func type(_ ctx: CommandContext) throws {
-    ctx.connection.replySimple(try ctx.lookup(ctx.args[1])?.kind.typeName ?? "none")
+    ctx.connection.replySimple(try ctx.keyspace.lookupRead(ctx.args[1])?.kind.typeName ?? "none")
 }
 
 /// True when a glob pattern matches everything, so matching can be skipped.
@@ -73,7 +70,7 @@ private func matchesAll(_ pattern: [UInt8]) -> Bool { pattern == [UInt8(ascii: "
 
 private func keys(_ ctx: CommandContext) throws {
     let pattern = ctx.args[1]
-    var keys = try ctx.cache.engine.keys()
+    var keys = try ctx.keyspace.keys()
     if !matchesAll(pattern) { keys.removeAll { !globMatch(pattern, $0) } }
     ctx.connection.replyBulkArray(keys)
 }
@@ -123,7 +120,7 @@ private func scan(_ ctx: CommandContext) throws {
     }
     // An unknown TYPE matches nothing, as in Redis 7.0.
     let kind = typeName.map { ValueKind(typeName: $0) }
-    var (keys, next) = try ctx.cache.engine.scan(cursor: cursor, count: count, kind: kind ?? nil)
+    var (keys, next) = try ctx.keyspace.scan(cursor: cursor, count: count, kind: kind ?? nil)
     if let pattern { keys.removeAll { !globMatch(pattern, $0) } }
     if let kind, kind == nil { keys.removeAll() }
     ctx.connection.replyArrayHeader(2)
@@ -132,30 +129,16 @@ private func scan(_ ctx: CommandContext) throws {
 }
 
 private func randomkey(_ ctx: CommandContext) throws {
-    ctx.connection.replyOptionalBulk(try ctx.cache.engine.randomKey())
-}
-
-/// Copies `entry` to `key` in `cache`, keeping its date, metadata, expiry and kind.
-private func put(_ ctx: CommandContext, _ entry: SQLiteKVCache.Entry, as key: [UInt8], in cache: OpenCache) throws {
-    var copy = entry
-    copy.key = key
-    try ctx.server.writable(cache).put(copy)
+    ctx.connection.replyOptionalBulk(try ctx.keyspace.randomKey())
 }
 
 private func rename(_ ctx: CommandContext, nx: Bool) throws {
-    let (source, destination) = (ctx.args[1], ctx.args[2])
-    guard let entry = try ctx.cache.engine.get(key: source) else { throw ReplyError.noSuchKey }
-    if source == destination {
-        if nx { ctx.connection.replyInteger(0) } else { ctx.connection.replyOK() }
-        return
+    switch try ctx.keyspace.rename(ctx.args[1], to: ctx.args[2], replace: !nx) {
+    case .noSuchKey: throw ReplyError.noSuchKey
+    case .sameKey: if nx { ctx.connection.replyInteger(0) } else { ctx.connection.replyOK() }
+    case .destinationExists: ctx.connection.replyInteger(0)
+    case .renamed: if nx { ctx.connection.replyInteger(1) } else { ctx.connection.replyOK() }
     }
-    if nx, try ctx.cache.engine.contains(key: destination) {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    try put(ctx, entry, as: destination, in: ctx.cache)
-    _ = try ctx.server.writable(ctx.cache).delete(key: source)
-    if nx { ctx.connection.replyInteger(1) } else { ctx.connection.replyOK() }
 }
 
 extension CommandContext {
@@ -203,33 +186,18 @@ private func copy(_ ctx: CommandContext) throws {
     if target === ctx.cache && source == destination {
         throw ReplyError("ERR source and destination objects are the same")
     }
-    guard let entry = try ctx.lookup(source) else {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    if !replace, try target.engine.contains(key: destination) {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    try put(ctx, entry, as: destination, in: target)
-    ctx.connection.replyInteger(1)
+    let copied = try ctx.keyspace.copy(source, to: destination, in: ctx.keyspace(of: target), replace: replace)
+    ctx.connection.replyInteger(copied ? 1 : 0)
 }
 
 private func move(_ ctx: CommandContext) throws {
     let target = try ctx.targetCache(ctx.args[2])
     if target === ctx.cache { throw ReplyError("ERR source and destination objects are the same") }
-    let key = ctx.args[1]
-    guard let entry = try ctx.cache.engine.get(key: key), try !target.engine.contains(key: key) else {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    try put(ctx, entry, as: key, in: target)
-    _ = try ctx.server.writable(ctx.cache).delete(key: key)
-    ctx.connection.replyInteger(1)
+    ctx.connection.replyInteger(try ctx.keyspace.move(ctx.args[1], to: ctx.keyspace(of: target)) ? 1 : 0)
 }
 
 private func dbsize(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.cache.engine.count())
+    ctx.connection.replyInteger(try ctx.keyspace.count())
 }
 
 /// FLUSHDB and FLUSHALL take an optional ASYNC or SYNC; both act at once here.
@@ -243,15 +211,13 @@ private func checkFlushMode(_ ctx: CommandContext) throws {
 
 private func flushdb(_ ctx: CommandContext) throws {
     try checkFlushMode(ctx)
-    try ctx.server.writable(ctx.cache).clear()
+    try ctx.keyspace.flush()
     ctx.connection.replyOK()
 }
 
 private func flushall(_ ctx: CommandContext) throws {
     try checkFlushMode(ctx)
-    for cache in ctx.server.registry.openAllKnown() where cache.openError == nil {
-        try ctx.server.writable(cache).clear()
-    }
+    try Keyspace.flushAll(ctx.server)
     ctx.connection.replyOK()
 }
 
@@ -262,7 +228,7 @@ private func swapdb(_ ctx: CommandContext) throws {
     let first = try ctx.server.registry.cache(selecting: ctx.args[1])
     let second = try ctx.server.registry.cache(selecting: ctx.args[2])
     if first !== second {
-        try ctx.server.swap(first, second)
+        try ctx.keyspace(of: first).swap(with: ctx.keyspace(of: second))
     }
     ctx.connection.replyOK()
 }

@@ -55,7 +55,7 @@ func normalizedRange(_ start: Int, _ end: Int, count: Int) -> ClosedRange<Int>? 
 /// encoding is joined to the old bytes, which are never decoded.
 private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws {
     let key = ctx.args[1]
-    let old = try ctx.entry(key, of: .list)
+    let old = try ctx.keyspace.lookupWrite(key, as: .list)
     if old == nil && onlyIfExists {
         ctx.connection.replyInteger(0)
         return
@@ -68,7 +68,7 @@ private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws 
     let existing = layout.map { $0.bytes[$0.body...] } ?? []
     let count = (layout?.count ?? 0) + ctx.args.count - 2
     let bytes = EncodedLayout.assemble(large: false, count: count, head ? [added[...], existing] : [existing, added[...]])
-    try ctx.storeCollection(key, kind: .list, bytes, isEmpty: false, old: old)
+    try ctx.keyspace.storeCollection(key, kind: .list, bytes, isEmpty: false, old: old)
     ctx.connection.replyInteger(count)
 }
 
@@ -84,7 +84,7 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
         count = Int(value)
     }
     let key = ctx.args[1]
-    guard let old = try ctx.entry(key, of: .list) else {
+    guard let old = try ctx.keyspace.lookupWrite(key, as: .list) else {
         if count != nil { ctx.connection.replyNullArray() } else { ctx.connection.replyNull() }
         return
     }
@@ -108,14 +108,14 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
         rest = bytes[layout.body..<start]
     }
     let remaining = layout.count - n
-    try ctx.storeCollection(key, kind: .list, EncodedLayout.assemble(large: false, count: remaining, [rest]),
+    try ctx.keyspace.storeCollection(key, kind: .list, EncodedLayout.assemble(large: false, count: remaining, [rest]),
                             isEmpty: remaining == 0, old: old)
     if count == nil { ctx.connection.replyBulk(taken[0]) } else { ctx.connection.replyBulkArray(taken) }
 }
 
 private func lrange(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
-    guard let entry = try ctx.entry(ctx.args[1], of: .list, read: true) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .list) else {
         ctx.connection.replyArrayHeader(0)
         return
     }
@@ -136,7 +136,7 @@ private func lrange(_ ctx: CommandContext) throws {
 }
 
 private func llen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .list))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .list))
 }
 
 /// An index into `count` elements, negative from the end; nil when out of range.
@@ -146,7 +146,7 @@ private func position(_ index: Int, count: Int) -> Int? {
 }
 
 private func lindex(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.entry(ctx.args[1], of: .list, read: true) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .list) else {
         ctx.connection.replyNull()
         return
     }
@@ -163,19 +163,19 @@ private func lindex(_ ctx: CommandContext) throws {
 }
 
 private func lset(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.list(ctx.args[1]) else { throw ReplyError.noSuchKey }
+    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else { throw ReplyError.noSuchKey }
     let index = try long(ctx, 2)
     guard let at = position(index, count: found.items.count) else { throw ReplyError("ERR index out of range") }
     var list = found
     list.items[at] = ctx.args[3]
-    try ctx.store(ctx.args[1], list, old: old)
+    try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
     ctx.connection.replyOK()
 }
 
 /// LREM key count element: count > 0 from the head, < 0 from the tail, 0 all.
 private func lrem(_ ctx: CommandContext) throws {
     let toRemove = try ctx.integer(2)
-    guard let (found, old) = try ctx.list(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -195,14 +195,14 @@ private func lrem(_ ctx: CommandContext) throws {
     }
     if removed > 0 {
         list.items = toRemove < 0 ? kept.reversed() : kept
-        try ctx.store(ctx.args[1], list, old: old)
+        try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
     }
     ctx.connection.replyInteger(removed)
 }
 
 private func ltrim(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
-    guard let (found, old) = try ctx.list(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else {
         ctx.connection.replyOK()
         return
     }
@@ -213,7 +213,7 @@ private func ltrim(_ ctx: CommandContext) throws {
     } else {
         list.items.removeAll()
     }
-    try ctx.store(ctx.args[1], list, old: old)
+    try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
     ctx.connection.replyOK()
 }
 
@@ -225,7 +225,7 @@ private func linsert(_ ctx: CommandContext) throws {
     case "before": after = false
     default: throw ReplyError.syntax
     }
-    guard let (found, old) = try ctx.list(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -235,7 +235,7 @@ private func linsert(_ ctx: CommandContext) throws {
     }
     var list = found
     list.items.insert(ctx.args[4], at: after ? at + 1 : at)
-    try ctx.store(ctx.args[1], list, old: old)
+    try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
     ctx.connection.replyInteger(list.items.count)
 }
 
@@ -266,7 +266,7 @@ private func lpos(_ ctx: CommandContext) throws {
         }
         j += 1
     }
-    guard let (list, _) = try ctx.list(ctx.args[1], read: true) else {
+    guard let (list, _) = try ctx.keyspace.loadList(ctx.args[1], read: true) else {
         if count != -1 { ctx.connection.replyArrayHeader(0) } else { ctx.connection.replyNull() }
         return
     }

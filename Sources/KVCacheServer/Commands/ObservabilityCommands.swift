@@ -125,7 +125,7 @@ private func object(_ ctx: CommandContext) throws {
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "object")
     }
     guard ctx.args.count == 3 else { throw ReplyError.wrongArity("object|\(sub)") }
-    guard let entry = try ctx.cache.engine.get(key: ctx.args[2]) else {
+    guard let entry = try ctx.keyspace.peek(ctx.args[2]) else {
         ctx.connection.replyNull()
         return
     }

@@ -25,7 +25,7 @@ let setCommands: [Command] = [
 
 private func sadd(_ ctx: CommandContext) throws {
     let key = ctx.args[1]
-    let old = try ctx.entry(key, of: .set)
+    let old = try ctx.keyspace.lookupWrite(key, as: .set)
     if let old, try EncodedLayout(old.value).large {
         // A hashtable set keeps insertion order: new members are appended to its bytes.
         let set = try EncodedLookup(old.value, kind: .set)
@@ -36,7 +36,7 @@ private func sadd(_ ctx: CommandContext) throws {
             var bytes = CollectionCodec.header(large: true, count: set.count + added.count, capacity: old.value.count)
             bytes.append(contentsOf: set.body)
             for member in added { CollectionCodec.appendElement(member, to: &bytes) }
-            try ctx.storeCollection(key, kind: .set, bytes, isEmpty: false, old: old)
+            try ctx.keyspace.storeCollection(key, kind: .set, bytes, isEmpty: false, old: old)
         }
         ctx.connection.replyInteger(added.count)
         return
@@ -45,12 +45,12 @@ private func sadd(_ ctx: CommandContext) throws {
     var set = found?.0 ?? SetValue()
     var added = 0
     for member in ctx.args[2...] where set.add(member, limits: ctx.limits) { added += 1 }
-    if added > 0 { try ctx.store(key, set, old: found?.1) }
+    if added > 0 { try ctx.keyspace.store(set, at: key, replacing: found?.1) }
     ctx.connection.replyInteger(added)
 }
 
 private func srem(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.set(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadSet(ctx.args[1]) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -60,7 +60,7 @@ private func srem(_ ctx: CommandContext) throws {
         removed += 1
         if set.isEmpty { break }
     }
-    if removed > 0 { try ctx.store(ctx.args[1], set, old: old) }
+    if removed > 0 { try ctx.keyspace.store(set, at: ctx.args[1], replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
@@ -72,22 +72,22 @@ private func replySet(_ ctx: CommandContext, _ members: [[UInt8]]) {
 }
 
 private func smembers(_ ctx: CommandContext) throws {
-    replySet(ctx, try ctx.set(ctx.args[1], read: true)?.0.members ?? [])
+    replySet(ctx, try ctx.keyspace.loadSet(ctx.args[1], read: true)?.0.members ?? [])
 }
 
 private func sismember(_ ctx: CommandContext) throws {
-    let set = try ctx.lookupIn(ctx.args[1], of: .set)
+    let set = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .set)
     ctx.connection.replyInteger(set?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func smismember(_ ctx: CommandContext) throws {
-    let set = try ctx.lookupIn(ctx.args[1], of: .set)
+    let set = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .set)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] { ctx.connection.replyInteger(set?.contains(member) == true ? 1 : 0) }
 }
 
 private func scard(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .set))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .set))
 }
 
 /// `count` distinct members at random (all of them, in order, when count covers the set).
@@ -103,7 +103,7 @@ private func randomMembers(_ set: SetValue, _ count: Int) -> [[UInt8]] {
 private func srandmember(_ ctx: CommandContext) throws {
     guard ctx.args.count <= 3 else { throw ReplyError.syntax }
     guard ctx.args.count == 3 else {
-        guard let (set, _) = try ctx.set(ctx.args[1], read: true) else {
+        guard let (set, _) = try ctx.keyspace.loadSet(ctx.args[1], read: true) else {
             ctx.connection.replyNull()
             return
         }
@@ -114,7 +114,7 @@ private func srandmember(_ ctx: CommandContext) throws {
     guard requested != .min else {
         throw ReplyError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
     }
-    guard let (set, _) = try ctx.set(ctx.args[1], read: true), requested != 0 else {
+    guard let (set, _) = try ctx.keyspace.loadSet(ctx.args[1], read: true), requested != 0 else {
         ctx.connection.replyArrayHeader(0)
         return
     }
@@ -143,28 +143,28 @@ private func spop(_ ctx: CommandContext) throws {
     guard ctx.args.count <= 3 else { throw ReplyError.syntax }
     let key = ctx.args[1]
     guard ctx.args.count == 3 else {
-        guard let (found, old) = try ctx.set(key) else {
+        guard let (found, old) = try ctx.keyspace.loadSet(key) else {
             ctx.connection.replyNull()
             return
         }
         var set = found
         let member = set.members[Int.random(in: 0..<set.count)]
         set.remove(member)
-        try ctx.store(key, set, old: old)
+        try ctx.keyspace.store(set, at: key, replacing: old)
         ctx.connection.replyBulk(member)
         return
     }
     guard let requested = parseStrictInt64(ctx.args[2]), requested >= 0 else {
         throw ReplyError("ERR value is out of range, must be positive")
     }
-    guard let (found, old) = try ctx.set(key), requested > 0 else {
+    guard let (found, old) = try ctx.keyspace.loadSet(key), requested > 0 else {
         replySet(ctx, [])
         return
     }
     var set = found
     let popped = randomMembers(set, Int(requested))
     for member in popped { set.remove(member) }
-    try ctx.store(key, set, old: old)
+    try ctx.keyspace.store(set, at: key, replacing: old)
     replySet(ctx, popped)
 }
 
@@ -172,15 +172,15 @@ private func spop(_ ctx: CommandContext) throws {
 private func smove(_ ctx: CommandContext) throws {
     let (source, destination, member) = (ctx.args[1], ctx.args[2], ctx.args[3])
     // As Redis: a missing source answers 0 before either type is checked.
-    guard try ctx.cache.engine.contains(key: source) else {
+    guard try ctx.keyspace.exists(source) else {
         ctx.connection.replyInteger(0)
         return
     }
-    guard let (found, old) = try ctx.set(source) else {
+    guard let (found, old) = try ctx.keyspace.loadSet(source) else {
         ctx.connection.replyInteger(0)
         return
     }
-    let to = try ctx.set(destination)
+    let to = try ctx.keyspace.loadSet(destination)
     if source == destination {
         ctx.connection.replyInteger(found.contains(member) ? 1 : 0)
         return
@@ -190,8 +190,8 @@ private func smove(_ ctx: CommandContext) throws {
         ctx.connection.replyInteger(0)
         return
     }
-    try ctx.store(source, sourceSet, old: old)
+    try ctx.keyspace.store(sourceSet, at: source, replacing: old)
     var destinationSet = to?.0 ?? SetValue()
-    if destinationSet.add(member, limits: ctx.limits) { try ctx.store(destination, destinationSet, old: to?.1) }
+    if destinationSet.add(member, limits: ctx.limits) { try ctx.keyspace.store(destinationSet, at: destination, replacing: to?.1) }
     ctx.connection.replyInteger(1)
 }

@@ -139,7 +139,7 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
         scores.append(score)
     }
     let key = ctx.args[1]
-    let old = try ctx.entry(key, of: .zset)
+    let old = try ctx.keyspace.lookupWrite(key, as: .zset)
     if old == nil && xx {
         if incr { ctx.connection.replyNull() } else { ctx.connection.replyInteger(0) }
         return
@@ -151,12 +151,12 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
         var zset = try EncodedZSet(old.value)
         outcome = try apply(pairs, to: &zset, nx: nx, xx: xx, gt: gt, lt: lt, incr: incr, limits: ctx.limits)
         if outcome.added > 0 || outcome.updated > 0 {
-            try ctx.storeCollection(key, kind: .zset, zset.bytes, isEmpty: false, old: old)
+            try ctx.keyspace.storeCollection(key, kind: .zset, zset.bytes, isEmpty: false, old: old)
         }
     } else {
         var zset = try old.map { try ZSetValue(decoding: $0.value) } ?? ZSetValue()
         outcome = try apply(pairs, to: &zset, nx: nx, xx: xx, gt: gt, lt: lt, incr: incr, limits: ctx.limits)
-        if outcome.added > 0 || outcome.updated > 0 { try ctx.store(key, zset, old: old) }
+        if outcome.added > 0 || outcome.updated > 0 { try ctx.keyspace.store(zset, at: key, replacing: old) }
     }
     if let failure = outcome.failure { throw failure }
     if incr {
@@ -218,7 +218,7 @@ private func apply<Z: ZAddTarget>(_ pairs: [(score: Double, member: [UInt8])], t
 }
 
 private func zscore(_ ctx: CommandContext) throws {
-    guard let score = try ctx.lookupIn(ctx.args[1], of: .zset)?.score(ctx.args[2]) else {
+    guard let score = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .zset)?.score(ctx.args[2]) else {
         ctx.connection.replyNull()
         return
     }
@@ -226,7 +226,7 @@ private func zscore(_ ctx: CommandContext) throws {
 }
 
 private func zmscore(_ ctx: CommandContext) throws {
-    let zset = try ctx.lookupIn(ctx.args[1], of: .zset)
+    let zset = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .zset)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] {
         if let score = zset?.score(member) { ctx.connection.replyDouble(score) } else { ctx.connection.replyNull() }
@@ -234,11 +234,11 @@ private func zmscore(_ ctx: CommandContext) throws {
 }
 
 private func zcard(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.collectionCount(ctx.args[1], of: .zset))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .zset))
 }
 
 private func zrem(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.zset(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadZSet(ctx.args[1]) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -248,12 +248,12 @@ private func zrem(_ ctx: CommandContext) throws {
         removed += 1
         if zset.isEmpty { break }
     }
-    if removed > 0 { try ctx.store(ctx.args[1], zset, old: old) }
+    if removed > 0 { try ctx.keyspace.store(zset, at: ctx.args[1], replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
 private func zrank(_ ctx: CommandContext, reverse: Bool) throws {
-    guard let (zset, _) = try ctx.zset(ctx.args[1], read: true), let rank = zset.rank(ctx.args[2]) else {
+    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true), let rank = zset.rank(ctx.args[2]) else {
         ctx.connection.replyNull()
         return
     }
@@ -329,7 +329,7 @@ private struct LexRange {
 
 private func zcount(_ ctx: CommandContext) throws {
     guard let range = ScoreRange(ctx.args[2], ctx.args[3]) else { throw ReplyError("ERR min or max is not a float") }
-    guard let (zset, _) = try ctx.zset(ctx.args[1], read: true), !range.isEmpty else {
+    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true), !range.isEmpty else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -377,7 +377,7 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
     switch rangeType {
     case .rank:
         let start = Int(try ctx.integer(2)), end = Int(try ctx.integer(3))
-        guard let (zset, _) = try ctx.zset(ctx.args[1], read: true) else {
+        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true) else {
             ctx.connection.replyArrayHeader(0)
             return
         }
@@ -387,7 +387,7 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
         reply(ctx, zset, indices, withScores: withScores)
     case .score:
         guard let range = ScoreRange(minArg, maxArg) else { throw ReplyError("ERR min or max is not a float") }
-        guard let (zset, _) = try ctx.zset(ctx.args[1], read: true) else {
+        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true) else {
             ctx.connection.replyArrayHeader(0)
             return
         }
@@ -399,7 +399,7 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
         reply(ctx, zset, indices, withScores: withScores)
     case .lex:
         guard let range = LexRange(minArg, maxArg) else { throw ReplyError("ERR min or max not valid string range item") }
-        guard let (zset, _) = try ctx.zset(ctx.args[1], read: true) else {
+        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true) else {
             ctx.connection.replyArrayHeader(0)
             return
         }

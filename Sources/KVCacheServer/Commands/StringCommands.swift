@@ -51,33 +51,10 @@ let stringCommands: [Command] = [
 ]
 
 extension CommandContext {
-    /// The live entry for `key` in the selected cache, counted as a hit or miss.
-    func lookup(_ key: [UInt8]) throws -> SQLiteKVCache.Entry? {
-        let entry = try cache.engine.get(key: key)
-        server.countLookup(cache, hit: entry != nil)
-        return entry
-    }
-
-    /// The live string entry for `key`, counted as a hit or miss (Redis's lookupKeyRead).
-    /// - Throws: WRONGTYPE when the key holds a collection.
-    func lookupString(_ key: [UInt8]) throws -> SQLiteKVCache.Entry? {
-        try entry(key, of: .string, read: true)
-    }
-
-    /// The live string entry for `key`, not counted (Redis's lookupKeyWrite).
-    /// - Throws: WRONGTYPE when the key holds a collection.
-    func stringEntry(_ key: [UInt8]) throws -> SQLiteKVCache.Entry? {
-        try entry(key, of: .string)
-    }
-
-    /// Stores `value` under `key` in the selected cache, stamped now.
-    func store(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = []) throws {
-        try server.writable(cache).put(key: key, storageDate: Date(), metadata: metadata, value: value, expiresAt: expiresAt)
-    }
-
-    /// Stores a new value for an existing entry, keeping its expiry and metadata.
+    /// Stores a new string value for a key, keeping the expiry and metadata
+    /// of `old` (the entry it replaces, if any).
     func update(_ old: SQLiteKVCache.Entry?, key: [UInt8], value: [UInt8]) throws {
-        try store(key, value, expiresAt: old?.expiresAt, metadata: old?.metadata ?? [])
+        try keyspace.set(key, value, expiresAt: old?.expiresAt, metadata: old?.metadata ?? [])
     }
 
     var now: Int64 { Server.nowMilliseconds() }
@@ -90,8 +67,44 @@ extension CommandContext {
     }
 }
 
+/// What SET and GETEX options ask for.
+struct StringSetOptions {
+    var nx = false, xx = false, get = false, keepTTL = false, persist = false
+    var expiry: (form: ExpiryForm, argument: [UInt8])?
+
+    enum Command { case set, getex }
+
+    /// Parses options from `args[start...]` exactly as Redis 7's
+    /// `parseExtendedStringArgumentsOrReply`: a repeated option is allowed,
+    /// conflicting ones are a syntax error.
+    init(_ args: [[UInt8]], from start: Int, for command: Command) throws(ReplyError) {
+        var j = start
+        while j < args.count {
+            let option = String(decoding: args[j].map(asciiLower), as: UTF8.self)
+            let hasNext = j + 1 < args.count
+            let expiryForm = expiry?.form
+            func expiryAllowed(_ form: ExpiryForm) -> Bool {
+                !keepTTL && !persist && (expiryForm == nil || expiryForm == form) && hasNext
+            }
+            switch option {
+            case "nx" where !xx && command == .set: nx = true
+            case "xx" where !nx && command == .set: xx = true
+            case "get" where command == .set: get = true
+            case "keepttl" where !persist && expiryForm == nil && command == .set: keepTTL = true
+            case "persist" where command == .getex && expiryForm == nil && !keepTTL: persist = true
+            case "ex" where expiryAllowed(.seconds): expiry = (.seconds, args[j + 1]); j += 1
+            case "px" where expiryAllowed(.milliseconds): expiry = (.milliseconds, args[j + 1]); j += 1
+            case "exat" where expiryAllowed(.unixSeconds): expiry = (.unixSeconds, args[j + 1]); j += 1
+            case "pxat" where expiryAllowed(.unixMilliseconds): expiry = (.unixMilliseconds, args[j + 1]); j += 1
+            default: throw .syntax
+            }
+            j += 1
+        }
+    }
+}
+
 private func get(_ ctx: CommandContext) throws {
-    ctx.connection.replyOptionalBulk(try ctx.lookupString(ctx.args[1])?.value)
+    ctx.connection.replyOptionalBulk(try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value)
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
@@ -102,65 +115,60 @@ private func set(_ ctx: CommandContext) throws {
     let key = ctx.args[1]
     // The old entry matters only to NX, XX, GET and KEEPTTL.
     let needsOld = options.nx || options.xx || options.get || options.keepTTL
-    let old = needsOld ? try ctx.cache.engine.get(key: key) : nil
+    let old = needsOld ? try ctx.keyspace.lookupWrite(key) : nil
     // GET answers the old value first, so a collection fails before NX or XX is looked at.
     if options.get, let old, old.kind != .string { throw ReplyError.wrongType }
     if (options.nx && old != nil) || (options.xx && old == nil) {
         if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyNull() }
         return
     }
-    try ctx.store(key, ctx.args[2], expiresAt: options.keepTTL ? old?.expiresAt : expiresAt)
+    try ctx.keyspace.set(key, ctx.args[2], expiresAt: options.keepTTL ? old?.expiresAt : expiresAt)
     if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyOK() }
 }
 
 private func setnx(_ ctx: CommandContext) throws {
-    if try ctx.cache.engine.contains(key: ctx.args[1]) {
+    if try ctx.keyspace.exists(ctx.args[1]) {
         ctx.connection.replyInteger(0)
         return
     }
-    try ctx.store(ctx.args[1], ctx.args[2], expiresAt: nil)
+    try ctx.keyspace.set(ctx.args[1], ctx.args[2], expiresAt: nil)
     ctx.connection.replyInteger(1)
 }
 
 private func setex(_ ctx: CommandContext, _ form: ExpiryForm) throws {
     let expiresAt = try ctx.absoluteExpiry(ctx.args[2], form, now: ctx.now)
-    try ctx.store(ctx.args[1], ctx.args[3], expiresAt: expiresAt)
+    try ctx.keyspace.set(ctx.args[1], ctx.args[3], expiresAt: expiresAt)
     ctx.connection.replyOK()
 }
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 private func getex(_ ctx: CommandContext) throws {
     let options = try StringSetOptions(ctx.args, from: 2, for: .getex)
-    guard let entry = try ctx.lookupString(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .string) else {
         ctx.connection.replyNull()
         return
     }
     let now = ctx.now
     if let expiry = options.expiry {
-        let expiresAt = try ctx.absoluteExpiry(expiry.argument, expiry.form, now: now)
-        if expiresAt <= now {
-            _ = try ctx.server.writable(ctx.cache).delete(key: ctx.args[1])
-        } else {
-            try ctx.server.writable(ctx.cache).setExpiry(key: ctx.args[1], expiresAt: expiresAt)
-        }
+        try ctx.keyspace.expire(ctx.args[1], at: try ctx.absoluteExpiry(expiry.argument, expiry.form, now: now), now: now)
     } else if options.persist && entry.expiresAt != nil {
-        try ctx.server.writable(ctx.cache).setExpiry(key: ctx.args[1], expiresAt: nil)
+        try ctx.keyspace.setExpiry(ctx.args[1], nil)
     }
     ctx.connection.replyBulk(entry.value)
 }
 
 private func getdel(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.lookupString(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .string) else {
         ctx.connection.replyNull()
         return
     }
-    _ = try ctx.server.writable(ctx.cache).delete(key: ctx.args[1])
+    try ctx.keyspace.delete(ctx.args[1])
     ctx.connection.replyBulk(entry.value)
 }
 
 private func getset(_ ctx: CommandContext) throws {
-    let old = try ctx.stringEntry(ctx.args[1])
-    try ctx.store(ctx.args[1], ctx.args[2], expiresAt: nil)
+    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
+    try ctx.keyspace.set(ctx.args[1], ctx.args[2], expiresAt: nil)
     ctx.connection.replyOptionalBulk(old?.value)
 }
 
@@ -168,7 +176,7 @@ private func mget(_ ctx: CommandContext) throws {
     var values: [[UInt8]?] = []
     // A key holding a collection reads as nil, as in Redis.
     for key in ctx.args.dropFirst() {
-        let entry = try ctx.lookup(key)
+        let entry = try ctx.keyspace.lookupRead(key)
         values.append(entry?.kind == .string ? entry?.value : nil)
     }
     ctx.connection.replyArrayHeader(values.count)
@@ -178,25 +186,25 @@ private func mget(_ ctx: CommandContext) throws {
 private func mset(_ ctx: CommandContext) throws {
     guard ctx.args.count % 2 == 1 else { throw ReplyError.wrongArity(ctx.commandName) }
     for i in stride(from: 1, to: ctx.args.count, by: 2) {
-        try ctx.store(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
+        try ctx.keyspace.set(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
     }
     ctx.connection.replyOK()
 }
 
 private func msetnx(_ ctx: CommandContext) throws {
     guard ctx.args.count % 2 == 1 else { throw ReplyError.wrongArity(ctx.commandName) }
-    for i in stride(from: 1, to: ctx.args.count, by: 2) where try ctx.cache.engine.contains(key: ctx.args[i]) {
+    for i in stride(from: 1, to: ctx.args.count, by: 2) where try ctx.keyspace.exists(ctx.args[i]) {
         ctx.connection.replyInteger(0)
         return
     }
     for i in stride(from: 1, to: ctx.args.count, by: 2) {
-        try ctx.store(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
+        try ctx.keyspace.set(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
     }
     ctx.connection.replyInteger(1)
 }
 
 private func append(_ ctx: CommandContext) throws {
-    let old = try ctx.stringEntry(ctx.args[1])
+    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
     let value = (old?.value ?? []) + ctx.args[2]
     try ctx.checkStringLength(value.count)
     try ctx.update(old, key: ctx.args[1], value: value)
@@ -204,14 +212,14 @@ private func append(_ ctx: CommandContext) throws {
 }
 
 private func strlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.lookupString(ctx.args[1])?.value.count ?? 0)
+    ctx.connection.replyInteger(try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value.count ?? 0)
 }
 
 /// GETRANGE key start end: inclusive, negative from the end, clamped as Redis 7.0 does.
 private func getrange(_ ctx: CommandContext) throws {
     var start = try ctx.integer(2)
     var end = try ctx.integer(3)
-    let value = try ctx.lookupString(ctx.args[1])?.value ?? []
+    let value = try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value ?? []
     let length = Int64(value.count)
     if start < 0 { start += length }
     if end < 0 { end += length }
@@ -229,7 +237,7 @@ private func setrange(_ ctx: CommandContext) throws {
     let offset = try ctx.integer(2)
     guard offset >= 0 else { throw ReplyError("ERR offset is out of range") }
     let patch = ctx.args[3]
-    let old = try ctx.stringEntry(ctx.args[1])
+    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
     if patch.isEmpty {
         ctx.connection.replyInteger(old?.value.count ?? 0)
         return
@@ -246,7 +254,7 @@ private func setrange(_ ctx: CommandContext) throws {
 }
 
 private func incrBy(_ ctx: CommandContext, _ increment: Int64) throws {
-    let old = try ctx.stringEntry(ctx.args[1])
+    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
     var current: Int64 = 0
     if let old {
         guard let parsed = parseStrictInt64(old.value) else { throw ReplyError.notInteger }
@@ -266,7 +274,7 @@ private func decrby(_ ctx: CommandContext) throws {
 
 private func incrbyfloat(_ ctx: CommandContext) throws {
     // As Redis: the key's type first, then its value, then the increment.
-    let old = try ctx.stringEntry(ctx.args[1])
+    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
     var current: LongDouble = 0
     if let old {
         guard let parsed = parseLongDouble(old.value) else { throw ReplyError.notFloat }

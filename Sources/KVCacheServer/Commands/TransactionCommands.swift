@@ -53,7 +53,7 @@ private func exec(_ ctx: CommandContext) throws {
         throw ReplyError("EXECABORT Transaction discarded because of previous errors.")
     }
     for watch in watched {
-        let now = try watch.cache.engine.get(key: watch.key)
+        let now = try ctx.keyspace(of: watch.cache).peek(watch.key)
         if now != watch.seen {
             c.replyNullArray()
             return
@@ -72,7 +72,7 @@ private func exec(_ ctx: CommandContext) throws {
 private func watch(_ ctx: CommandContext) throws {
     guard ctx.connection.transaction == nil else { throw ReplyError("ERR WATCH inside MULTI is not allowed") }
     for key in ctx.args.dropFirst() {
-        ctx.connection.watched.append(WatchedKey(cache: ctx.cache, key: key, seen: try ctx.cache.engine.get(key: key)))
+        ctx.connection.watched.append(WatchedKey(cache: ctx.cache, key: key, seen: try ctx.keyspace.peek(key)))
     }
     ctx.connection.replyOK()
 }

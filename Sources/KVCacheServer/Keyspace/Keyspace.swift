@@ -1,0 +1,229 @@
+import Foundation
+import SQLiteKVCache
+
+/// The one way from a command to a key: one cache's keys as commands see
+/// them, as Redis's `db.c` is for a database. A command file never touches
+/// the engine; it looks keys up and changes them here, so a rule that
+/// concerns every key (counting hits and misses, WRONGTYPE, the write
+/// batch, and later the append-only log and keyspace events) lands in one
+/// place.
+///
+/// Reads come in three kinds, as Redis's lookups: `lookupRead` counts a
+/// keyspace hit or miss (INFO's `keyspace_hits`/`keyspace_misses`, Redis's
+/// `lookupKeyRead`), `lookupWrite` does not (the key is about to be written:
+/// `lookupKeyWrite`), and `peek` does not either (introspection: OBJECT,
+/// DEBUG, WATCH). Every read expires the key lazily: the engine deletes an
+/// expired entry it meets and answers nil, as Redis's `expireIfNeeded`.
+///
+/// Every change to a cache's contents goes through one of seven methods,
+/// and each of them through `engineForWrite()`: `store(_:)` (SET, ADD and
+/// overwrite all end there), `delete(_:)`, `setExpiry(_:_:)`, `flush()`,
+/// `swap(with:)`, and the background `removeExpired(limit:)` and
+/// `evict(limit:)`. Everything else (`set`, `expire`, `rename`, `move`,
+/// `copy`, the collection stores) is built from those. The write path hooks
+/// the log there, and keyspace-change events are emitted there.
+struct Keyspace {
+    typealias Entry = SQLiteKVCache.Entry
+
+    unowned let server: Server
+    let cache: OpenCache
+
+    init(server: Server, cache: OpenCache) {
+        self.server = server
+        self.cache = cache
+    }
+
+    // MARK: Reads
+
+    /// The live entry for `key`, counted as a keyspace hit or miss.
+    /// - Throws: WRONGTYPE when `kind` is given and the key holds another
+    ///   kind (counted as a hit, as in Redis); the engine's error when the
+    ///   cache cannot be read.
+    func lookupRead(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {
+        let entry = try cache.engine.get(key: key)
+        countLookup(hit: entry != nil)
+        if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
+        return entry
+    }
+
+    /// The live entry for `key` before a write to it, not counted.
+    /// - Throws: WRONGTYPE when `kind` is given and the key holds another kind.
+    func lookupWrite(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {
+        let entry = try cache.engine.get(key: key)
+        if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
+        return entry
+    }
+
+    /// The live entry for `key`, not counted and with no intent to write
+    /// (OBJECT, DEBUG, WATCH and EXEC's check of watched keys).
+    func peek(_ key: [UInt8]) throws -> Entry? {
+        try cache.engine.get(key: key)
+    }
+
+    /// Whether `key` has a live entry, without reading its value.
+    /// - Parameter counted: count a keyspace hit or miss (EXISTS does).
+    func exists(_ key: [UInt8], counted: Bool = false) throws -> Bool {
+        let live = try cache.engine.contains(key: key)
+        if counted { countLookup(hit: live) }
+        return live
+    }
+
+    /// Marks `key` as just used (for an `lru` cache) when it is live.
+    /// - Returns: whether it is live.
+    func touch(_ key: [UInt8]) throws -> Bool {
+        try cache.engine.touch(key: key)
+    }
+
+    /// The number of entries (expired ones not yet removed included), as DBSIZE.
+    func count() throws -> Int {
+        try cache.engine.count()
+    }
+
+    /// Every live key.
+    func keys() throws -> [[UInt8]] {
+        try cache.engine.keys()
+    }
+
+    /// One step of a SCAN: the keys found and the cursor to continue from (0 when done).
+    func scan(cursor: UInt64, count: Int, kind: ValueKind?) throws -> (keys: [[UInt8]], next: UInt64) {
+        try cache.engine.scan(cursor: cursor, count: count, kind: kind)
+    }
+
+    /// A live key chosen at random, or nil when there is none.
+    func randomKey() throws -> [UInt8]? {
+        try cache.engine.randomKey()
+    }
+
+    /// Whether some entry's expiry has passed (cheap: no SQL).
+    func expiryDue() throws -> Bool {
+        try cache.engine.expiryDue()
+    }
+
+    /// Counts a read for INFO's keyspace_hits / keyspace_misses, server-wide and per cache.
+    private func countLookup(hit: Bool) {
+        if hit {
+            server.stats.keyspaceHits += 1
+            cache.hits += 1
+        } else {
+            server.stats.keyspaceMisses += 1
+            cache.misses += 1
+        }
+    }
+
+    // MARK: The changes (every write ends in one of these)
+
+    /// The engine of this cache, joined to the iteration's write batch.
+    /// - Throws: why the last commit failed, while writes are refused after it.
+    private func engineForWrite() throws -> SQLiteKVCache {
+        try server.writable(cache)
+    }
+
+    /// Stores a whole entry (its kind, expiry, date and metadata), replacing
+    /// any entry under its key, whatever its kind: Redis's `setKey`, and
+    /// `dbAdd`/`dbOverwrite` when the caller has checked the key first.
+    /// - Throws: the engine's error (`-OOM` at capacity under `noeviction`,
+    ///   an entry larger than the capacity, SQLite's failure).
+    func store(_ entry: Entry) throws {
+        try engineForWrite().put(entry)
+    }
+
+    /// Removes `key`.
+    /// - Returns: whether there was a live entry.
+    @discardableResult
+    func delete(_ key: [UInt8]) throws -> Bool {
+        try engineForWrite().delete(key: key)
+    }
+
+    /// Sets (milliseconds since 1970) or clears (nil) the expiry of a live `key`.
+    /// - Returns: whether there was a live entry.
+    @discardableResult
+    func setExpiry(_ key: [UInt8], _ expiresAt: Int64?) throws -> Bool {
+        try engineForWrite().setExpiry(key: key, expiresAt: expiresAt)
+    }
+
+    /// Removes every key of this cache (FLUSHDB).
+    func flush() throws {
+        try engineForWrite().clear()
+    }
+
+    /// Exchanges the contents of this cache and `other` (SWAPDB): their
+    /// pending writes are committed, then the files swapped.
+    func swap(with other: Keyspace) throws {
+        try server.swap(cache, other.cache)
+    }
+
+    /// Removes up to `limit` expired entries, soonest first (the active expiry sweep).
+    /// - Returns: how many went; fewer than `limit` means none is left due.
+    func removeExpired(limit: Int) throws -> Int {
+        try engineForWrite().removeExpired(limit: limit)
+    }
+
+    /// Evicts up to `limit` entries toward the capacity (after a capacity cut).
+    /// - Returns: true when the cache is within its capacity.
+    func evict(limit: Int) throws -> Bool {
+        try engineForWrite().evict(limit: limit)
+    }
+
+    // MARK: Changes built from those
+
+    /// Stores a string `value` under `key`, stamped now: Redis's `setKey`.
+    func set(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = [],
+             storageDate: Date = Date()) throws {
+        try store(Entry(key: key, storageDate: storageDate, metadata: metadata, value: value, expiresAt: expiresAt))
+    }
+
+    /// Gives a live `key` the expiry `when`, or deletes it when `when` is not
+    /// after `now` (a time already past deletes the key, as in Redis).
+    func expire(_ key: [UInt8], at when: Int64, now: Int64) throws {
+        if when <= now {
+            try delete(key)
+        } else {
+            try setExpiry(key, when)
+        }
+    }
+
+    /// What a RENAME found.
+    enum RenameResult { case noSuchKey, sameKey, destinationExists, renamed }
+
+    /// Renames `source` to `destination`, keeping its date, metadata, expiry
+    /// and kind; with `replace` false, only when `destination` has no live entry.
+    func rename(_ source: [UInt8], to destination: [UInt8], replace: Bool) throws -> RenameResult {
+        guard var entry = try lookupWrite(source) else { return .noSuchKey }
+        if source == destination { return .sameKey }
+        if !replace, try exists(destination) { return .destinationExists }
+        entry.key = destination
+        try store(entry)
+        try delete(source)
+        return .renamed
+    }
+
+    /// Copies `source` to `destination` in `target` (this cache or another),
+    /// keeping its date, metadata, expiry and kind. The source lookup is a
+    /// counted read, as Redis's COPY.
+    /// - Returns: false when there is no source, or (without `replace`) the destination exists.
+    func copy(_ source: [UInt8], to destination: [UInt8], in target: Keyspace, replace: Bool) throws -> Bool {
+        guard var entry = try lookupRead(source) else { return false }
+        if !replace, try target.exists(destination) { return false }
+        entry.key = destination
+        try target.store(entry)
+        return true
+    }
+
+    /// Moves `key` to `target` (another cache), keeping its date, metadata,
+    /// expiry and kind.
+    /// - Returns: false when the key is absent here or present there.
+    func move(_ key: [UInt8], to target: Keyspace) throws -> Bool {
+        guard let entry = try lookupWrite(key), try !target.exists(key) else { return false }
+        try target.store(entry)
+        try delete(key)
+        return true
+    }
+
+    /// Removes every key of every cache in the data directory (FLUSHALL),
+    /// opening the caches not yet open; a cache that cannot be opened is skipped.
+    static func flushAll(_ server: Server) throws {
+        for cache in server.registry.openAllKnown() where cache.openError == nil {
+            try Keyspace(server: server, cache: cache).flush()
+        }
+    }
+}
