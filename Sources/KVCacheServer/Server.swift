@@ -878,8 +878,10 @@ struct ServerStats {
 /// - Returns: the maxclients that fits.
 private func fitDescriptorLimit(_ config: ServerConfig, logger: Logger) -> Int {
     // Listeners, epoll, signalfd, logs, lock files, six per cache (file and
-    // WAL for its reader and writer connections, shared memory, lock file).
-    let reserved = 32 + 6 * config.maxCaches
+    // WAL for its reader and writer connections, shared memory, lock file),
+    // and eight for the append-only log (its segment, the fsync thread's
+    // duplicates, the directory, the wake-up eventfd).
+    let reserved = 32 + 6 * config.maxCaches + 8
     var limit = rlimit()
     guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxClients }
     let wanted = rlim_t(config.maxClients + reserved)

@@ -366,8 +366,8 @@ def test_low_descriptor_limit_lowers_maxclients_and_never_spins(fresh_server):
     original = s.command_line
     s.command_line = lambda: ["prlimit", "--nofile=300:300"] + original() + ["--max-caches", "16"]
     s.start()
-    assert "maxclients has been reduced to 201" in s.log()  # 300 - (32 + 4 * 16 + 3)
-    assert s.raw().command("CONFIG", "GET", "maxclients") == [b"maxclients", b"201"]
+    assert "maxclients has been reduced to 164" in s.log()  # 300 - (32 + 6 * 16 + 8)
+    assert s.raw().command("CONFIG", "GET", "maxclients") == [b"maxclients", b"164"]
     socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(300)]
     try:
         pid = s.proc.pid
@@ -385,7 +385,7 @@ def test_low_descriptor_limit_lowers_maxclients_and_never_spins(fresh_server):
                     refused += 1
             except BlockingIOError:
                 pass
-        assert refused >= 300 - 201 - 2
+        assert refused >= 300 - 164 - 2
     finally:
         for sock in socks:
             sock.close()
