@@ -154,11 +154,15 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode} at start (log: {self.log_path})")
             try:
-                with socket.create_connection((HOST, self.port), timeout=0.5):
-                    return
+                # Listening, and done replaying its log (-LOADING until then).
+                with socket.create_connection((HOST, self.port), timeout=2) as s:
+                    s.sendall(b"PING\r\n")
+                    if not s.recv(100).startswith(b"-LOADING"):
+                        return
             except OSError:
-                time.sleep(0.01)
-        raise RuntimeError(f"server did not listen within {timeout}s")
+                pass
+            time.sleep(0.01)
+        raise RuntimeError(f"server did not listen (or finish loading) within {timeout}s")
 
     @property
     def pid(self) -> int:

@@ -4,6 +4,7 @@
 #define KVCACHE_CLINUX_SHIM_H
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/file.h>
 #include <sys/uio.h>
@@ -24,6 +25,8 @@ static const int kv_AT_FDCWD = -100;
 #endif
 static const int kv_SOCK_NONBLOCK = SOCK_NONBLOCK;
 static const int kv_SOCK_CLOEXEC = SOCK_CLOEXEC;
+static const int kv_EFD_NONBLOCK = EFD_NONBLOCK;
+static const int kv_EFD_CLOEXEC = EFD_CLOEXEC;
 static const unsigned int kv_EPOLLIN = EPOLLIN;
 static const unsigned int kv_EPOLLOUT = EPOLLOUT;
 static const unsigned int kv_EPOLLERR = EPOLLERR;

@@ -3,15 +3,15 @@ import CLinux
 import RESP
 import SQLiteKVCache
 
-/// One named cache as the server sees it: the engine instance, whether it
-/// has joined this loop iteration's batch, and its counters.
+/// One named cache as the server sees it: the engine serving it and its
+/// counters. The engine moves between names on SWAPDB (until the writer
+/// has exchanged their files, an engine's own file may be another name's).
 final class OpenCache {
     let name: String
-    /// The engine over the cache's file; replaced when SWAPDB swaps files.
-    var engine: SQLiteKVCache
+    /// The engine serving the cache; nil when its file could not be opened.
+    var engine: CacheEngine?
     /// Why the file could not be opened, if it could not; kept until reopened.
     var openError: SQLiteKVCache.Error?
-    var inBatch = false
     var hits = 0
     var misses = 0
     /// Evictions and expiries counted by engines this cache had before its current one.
@@ -19,19 +19,22 @@ final class OpenCache {
     var earlierExpired = 0
     /// True while the cache is over capacity after a capacity cut.
     var needsEviction = false
-    /// Under `durability everysec`, why the last commit failed: writes are
-    /// refused with it until a probe write succeeds.
-    var commitFailure: SQLiteKVCache.Error?
 
-    init(name: String, engine: SQLiteKVCache, openError: SQLiteKVCache.Error?) {
+    init(name: String, engine: CacheEngine?, openError: SQLiteKVCache.Error?) {
         self.name = name
         self.engine = engine
         self.openError = openError
     }
 
+    /// The engine, or the reason there is none.
+    func usableEngine() throws(ReplyError) -> CacheEngine {
+        guard let engine else { throw ReplyError.engine(openError ?? .databaseUnavailable(reason: "cache '\(name)' is closed")) }
+        return engine
+    }
+
     /// The engine's statistics, with counters carried across reopenings.
     func statistics() -> SQLiteKVCache.Statistics? {
-        guard var stats = try? engine.statistics() else { return nil }
+        guard var stats = engine?.statistics() else { return nil }
         stats.evicted += earlierEvicted
         stats.expired += earlierExpired
         return stats
@@ -39,19 +42,19 @@ final class OpenCache {
 
     /// Marks the cache for background eviction when it holds more than its
     /// capacity (its capacity was lowered between runs, or SWAPDB brought
-    /// in a fuller file).
+    /// in a fuller cache).
     func checkCapacity() {
-        guard let stats = try? engine.statistics() else { return }
-        needsEviction = stats.capacity > 0 && stats.contentBytes > stats.capacity
+        guard let engine else { return }
+        needsEviction = engine.capacity > 0 && engine.contentBytes > engine.capacity
     }
 
-    /// Closes the engine, keeping its counters.
+    /// Closes the engine's file, keeping its counters. Changes not applied are lost.
     func closeEngine() {
-        if let stats = try? engine.statistics() {
-            earlierEvicted += stats.evicted
-            earlierExpired += stats.expired
-        }
+        guard let engine else { return }
+        earlierEvicted += engine.evictedCount
+        earlierExpired += engine.expiredCount
         engine.close()
+        self.engine = nil
     }
 
     /// The Redis database index this cache stands for (`db3` → 3), if any.
@@ -162,73 +165,117 @@ final class CacheRegistry {
         return cache
     }
 
+    /// Told when a cache's engine opens (the log must stay ahead of its file).
+    var onOpen: ((CacheEngine) -> Void)?
+
     /// Creates and opens the engine for `name` with its configured capacity and policy.
-    private func openEngine(_ name: String) -> (SQLiteKVCache, SQLiteKVCache.Error?) {
+    private func openEngine(_ name: String) -> (CacheEngine?, SQLiteKVCache.Error?) {
         let settings = config.settings(forCache: name)
         var configuration = SQLiteKVCache.Configuration(
             diskCapacity: settings.capacity, evictionPolicy: settings.policy, pageCacheBytes: config.pageCacheBytes,
             memoryTierBytes: config.memoryTierBytes)
         configuration.maxPageCount = config.sqliteMaxPageCount
+        configuration.durableCommits = true
         let logger = self.logger
         configuration.onRecovery = { message in logger.warning(message) }
         configuration.onProgress = { message in logger.notice(message) }
-        let engine = SQLiteKVCache(handle: name, directory: config.dir, configuration: configuration)
         let started = Server.nowMilliseconds()
         do {
-            try engine.open()
-            try engine.setDeferredWrites(config.durability == .everysec)
-            let keys = (try? engine.count()) ?? 0
+            let engine = try CacheEngine.open(handle: name, directory: config.dir, configuration: configuration)
             let elapsed = Server.nowMilliseconds() - started
-            let line = "Opened cache '\(name)': \(keys) keys in \(elapsed) ms"
-            if elapsed >= 1000 || keys >= 1_000_000 { logger.notice(line) } else { logger.verbose(line) }
+            let line = "Opened cache '\(name)': \(engine.count) keys in \(elapsed) ms"
+            if elapsed >= 1000 || engine.count >= 1_000_000 { logger.notice(line) } else { logger.verbose(line) }
+            onOpen?(engine)
             return (engine, nil)
         } catch {
             logger.warning("Cache '\(name)' is unavailable: \(error)")
-            return (engine, error)
+            return (nil, error)
         }
     }
 
-    /// Closes and reopens a cache's file (after its file changed under it).
+    /// Closes and reopens a cache's file (DEBUG RELOAD: what memory holds
+    /// must have reached the file).
     func reopen(_ cache: OpenCache) {
         cache.closeEngine()
         (cache.engine, cache.openError) = openEngine(cache.name)
         cache.checkCapacity()
     }
 
-    /// Swaps the files of two caches: both are closed (committed and
-    /// checkpointed), their files exchanged in one atomic rename
-    /// (renameat2 RENAME_EXCHANGE, so a crash leaves either the old or the
-    /// new state), and both reopened: every client that selected one now
-    /// sees the other's contents.
-    /// - Throws: `ReplyError` when the files cannot be exchanged; then
-    ///   nothing has changed.
-    func swap(_ a: OpenCache, _ b: OpenCache) throws(ReplyError) {
-        a.closeEngine()
-        b.closeEngine()
-        let fm = FileManager.default
-        let pathA = config.dir + "/" + a.name + ".sqlite"
-        let pathB = config.dir + "/" + b.name + ".sqlite"
-        // A clean close leaves no -wal/-shm; remove any left so they cannot pair with the wrong file.
-        for path in [pathA, pathB] {
-            try? fm.removeItem(atPath: path + "-wal")
-            try? fm.removeItem(atPath: path + "-shm")
+    /// A cache whose file SQLite found damaged while serving: the file is
+    /// moved aside and the cache starts empty; the other caches never notice.
+    func recoverCorrupt(_ cache: OpenCache, reason: String) {
+        guard let engine = cache.engine else { return }
+        cache.earlierEvicted += engine.evictedCount
+        cache.earlierExpired += engine.expiredCount
+        engine.closeAndQuarantine(reason: reason)
+        cache.engine = nil
+        (cache.engine, cache.openError) = openEngine(cache.name)
+    }
+
+    /// Exchanges the engines of two caches (SWAPDB): every client that
+    /// selected one now sees the other's contents, at once. Each engine
+    /// takes its new name's capacity and policy. Their files are exchanged
+    /// later (`exchangeMisplacedFiles`), once the writer has emptied their WALs.
+    func swapEngines(_ a: OpenCache, _ b: OpenCache) {
+        (a.engine, b.engine) = (b.engine, a.engine)
+        (a.openError, b.openError) = (b.openError, a.openError)
+        for cache in [a, b] {
+            guard let engine = cache.engine else { continue }
+            let settings = config.settings(forCache: cache.name)
+            engine.setPolicy(settings.policy)
+            if (try? engine.setCapacity(settings.capacity, batchLimit: 0)) == false { cache.needsEviction = true }
+            cache.checkCapacity()
         }
-        var failure: String?
-        switch (fm.fileExists(atPath: pathA), fm.fileExists(atPath: pathB)) {
-        case (true, true):
-            if renameat2(kv_AT_FDCWD, pathA, kv_AT_FDCWD, pathB, kv_RENAME_EXCHANGE) != 0 {
-                failure = "\(pathA) and \(pathB): \(String(cString: strerror(errno)))"
+    }
+
+    /// Engines serving a name other than their file's (after SWAPDB).
+    func misplacedEngines() -> [CacheEngine] {
+        open.values.compactMap { cache in cache.engine.flatMap { $0.handle == cache.name ? nil : $0 } }
+    }
+
+    /// Moves every misplaced engine's file to the name it serves, by atomic
+    /// exchanges of two files (renameat2 RENAME_EXCHANGE: a crash leaves
+    /// either the old or the new names, and the log's swap record tells a
+    /// replay which). The writer has emptied their WALs.
+    func exchangeMisplacedFiles() {
+        for cache in open.values.sorted(by: { $0.name < $1.name }) {
+            guard let x = cache.engine, x.handle != cache.name else { continue }
+            // x's file is at x.handle; the engine that owns the file at cache.name:
+            guard let other = open.values.first(where: { $0.engine?.handle == cache.name }), let y = other.engine else {
+                continue
             }
-        case (true, false):
-            if rename(pathA, pathB) != 0 { failure = "\(pathA): \(String(cString: strerror(errno)))" }
-        case (false, true):
-            if rename(pathB, pathA) != 0 { failure = "\(pathB): \(String(cString: strerror(errno)))" }
-        case (false, false):
-            break
+            let pathX = config.dir + "/" + x.handle + ".sqlite"
+            let pathY = config.dir + "/" + y.handle + ".sqlite"
+            let (nameX, nameY) = (x.handle, y.handle)
+            x.closeFileForRename()
+            y.closeFileForRename()
+            let fm = FileManager.default
+            for path in [pathX, pathY] {
+                try? fm.removeItem(atPath: path + "-wal")
+                try? fm.removeItem(atPath: path + "-shm")
+            }
+            if renameat2(kv_AT_FDCWD, pathX, kv_AT_FDCWD, pathY, kv_RENAME_EXCHANGE) != 0 {
+                logger.warning("SWAPDB could not exchange \(pathX) and \(pathY): \(String(cString: strerror(errno)))")
+                // Leave the names as they were: each engine reopens its own file.
+                reopenOrFail(x, as: nameX, cache: cache)
+                reopenOrFail(y, as: nameY, cache: other)
+                continue
+            }
+            reopenOrFail(x, as: nameY, cache: cache)
+            reopenOrFail(y, as: nameX, cache: other)
         }
-        reopen(a)
-        reopen(b)
-        if let failure { throw ReplyError("ERR SWAPDB could not exchange \(failure)") }
+    }
+
+    private func reopenOrFail(_ engine: CacheEngine, as name: String, cache: OpenCache) {
+        do {
+            try engine.reopenFile(as: name, directory: config.dir)
+        } catch {
+            logger.warning("Reopening cache file '\(name)' failed: \(error)")
+            if cache.engine === engine {
+                cache.engine = nil
+                cache.openError = error
+            }
+        }
     }
 
     /// Opens every cache with a file in the directory (for FLUSHALL).
@@ -239,21 +286,23 @@ final class CacheRegistry {
         return open.keys.sorted().compactMap { open[$0] }
     }
 
-    /// Closes every cache cleanly: commit, checkpoint, release the lock.
+    /// Closes every cache: checkpoint, release the lock. What memory holds
+    /// and was not applied is lost (the log keeps it, when there is one).
     func closeAll() {
         for cache in open.values { cache.closeEngine() }
         open.removeAll()
     }
 
-    /// Applies changed capacity and policy settings to the open caches.
+    /// Applies changed capacity, policy and memory settings to the open caches.
     /// Caches over capacity evict in bounded batches from the server's loop.
     func apply(_ newConfig: ServerConfig) {
         config = newConfig
-        for cache in open.values where cache.openError == nil {
-            try? cache.engine.setDeferredWrites(config.durability == .everysec)
+        for cache in open.values {
+            guard let engine = cache.engine else { continue }
             let settings = config.settings(forCache: cache.name)
-            try? cache.engine.setEvictionPolicy(settings.policy)
-            if let within = try? cache.engine.setCapacity(settings.capacity, batchLimit: 0), !within {
+            engine.setPolicy(settings.policy)
+            engine.setMemoryBudget(config.memoryTierBytes)
+            if let within = try? engine.setCapacity(settings.capacity, batchLimit: 0), !within {
                 cache.needsEviction = true
             }
         }

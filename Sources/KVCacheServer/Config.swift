@@ -13,15 +13,6 @@ public struct CacheSettings: Sendable, Equatable {
     public var policy: EvictionPolicy?
 }
 
-/// When a write is acknowledged.
-public enum Durability: String, Sendable {
-    /// After its transaction commits (the default): a crash loses nothing acknowledged.
-    case commit
-    /// At once; commits happen at least once a second, as Redis's
-    /// `appendfsync everysec`: a crash can lose about the last second.
-    case everysec
-}
-
 /// `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`; 0 disables a bound.
 public struct OutputBufferLimit: Sendable, Equatable {
     public var hard: Int
@@ -58,7 +49,30 @@ public struct ServerConfig: Sendable {
     public var sqliteMaxPageCount = 0
     /// Hot entries kept in memory per open cache, so reads skip SQLite.
     public var memoryTierBytes = 32 * 1024 * 1024
-    public var durability = Durability.commit
+    /// Redis's `appendonly`: every change is appended to the log before its
+    /// reply, so a crash of the process loses nothing acknowledged.
+    public var appendOnly = true
+    /// Redis's `appendfsync`: when the log is fsynced.
+    public var appendFsync = AppendFsync.everysec
+    /// Where the log lives, under `dir` (Redis 7's `appenddirname`), and
+    /// its segments' base name (`appendfilename`).
+    public var appendDirName = "appendonlydir"
+    public var appendFileName = "appendonly.aof"
+    /// Start with a log whose last record is torn (dropping it), as Redis's `aof-load-truncated`.
+    public var aofLoadTruncated = true
+    /// Bytes of changes not yet in SQLite, over all caches, past which
+    /// writes wait for the writer thread.
+    public var memtableMaxBytes = 512 * 1024 * 1024
+    /// Milliseconds a write may wait for room before it is refused.
+    public var memtableFullTimeout = 5000
+    /// The writer thread's nice value (0 to 19): a lower priority than the
+    /// loop's, so on a busy machine it takes what clients leave.
+    public var writerNice = 10
+    /// Seconds a shutdown spends applying changes to SQLite before leaving
+    /// the rest to the log (Redis's `shutdown-timeout`).
+    public var shutdownTimeout = 10
+    /// The old `durability` directive, if a configuration still used it.
+    public var deprecatedDurability: String?
     /// The default user's password; empty for none (Redis's `requirepass`).
     public var requirePass = ""
     /// Refuse non-loopback clients while no password is set.
@@ -235,21 +249,56 @@ extension ServerConfig {
                 return "cache \(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
             }
         }),
-        // Redis persistence settings, accepted so redis.conf files and tools
-        // (redis-benchmark asks for them) work: every write is persisted here.
+        // RDB snapshots: accepted so redis.conf files and tools work; SQLite
+        // is the store of record here, and SAVE/BGSAVE apply to it.
         Directive(name: "save", apply: { _, _ in }, render: { _ in "" }),
-        Directive(name: "appendonly", apply: { _, args in
-            guard args.count == 1, ["yes", "no"].contains(args[0].lowercased()) else {
-                throw ConfigError("argument must be 'yes' or 'no'")
+        Directive(name: "appendonly", apply: { $0.appendOnly = try yesNo($1, "appendonly") },
+                  render: { $0.appendOnly ? "yes" : "no" }),
+        Directive(name: "appendfsync", apply: { config, args in
+            guard let value = AppendFsync(rawValue: try one(args, "appendfsync").lowercased()) else {
+                throw ConfigError("argument(s) must be one of the following: always, everysec, no")
             }
-        }, render: { _ in "no" }),
+            config.appendFsync = value
+        }, render: { $0.appendFsync.rawValue }),
+        Directive(name: "appenddirname", apply: { config, args in
+            let name = try one(args, "appenddirname")
+            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+                throw ConfigError("appenddirname can't be a path, just a dirname")
+            }
+            config.appendDirName = name
+        }, render: { $0.appendDirName }),
+        Directive(name: "appendfilename", apply: { config, args in
+            let name = try one(args, "appendfilename")
+            guard !name.isEmpty, !name.contains("/") else {
+                throw ConfigError("appendfilename can't be a path, just a filename")
+            }
+            config.appendFileName = name
+        }, render: { $0.appendFileName }),
+        Directive(name: "aof-load-truncated", apply: { $0.aofLoadTruncated = try yesNo($1, "aof-load-truncated") },
+                  render: { $0.aofLoadTruncated ? "yes" : "no" }),
+        Directive(name: "memtable-max-size", apply: { $0.memtableMaxBytes = try size($1, "memtable-max-size") },
+                  render: { "\($0.memtableMaxBytes)" }),
+        Directive(name: "memtable-full-timeout", apply: {
+            $0.memtableFullTimeout = try integer($1, "memtable-full-timeout", range: 0...3_600_000)
+        }, render: { "\($0.memtableFullTimeout)" }),
+        Directive(name: "writer-nice", apply: { $0.writerNice = try integer($1, "writer-nice", range: 0...19) },
+                  render: { "\($0.writerNice)" }),
+        Directive(name: "shutdown-timeout", apply: {
+            $0.shutdownTimeout = try integer($1, "shutdown-timeout", range: 0...Int(Int32.max))
+        }, render: { "\($0.shutdownTimeout)" }),
+        // The directive before appendonly/appendfsync: `commit` meant what
+        // `appendonly yes` promises (a crash of the process loses nothing
+        // acknowledged), `everysec` what `appendonly no` does (SQLite gets
+        // the writes within about a second). Read, mapped, warned about.
         Directive(name: "durability", apply: { config, args in
             let text = try one(args, "durability").lowercased()
-            guard let value = Durability(rawValue: text) else {
-                throw ConfigError("argument(s) must be one of the following: commit, everysec")
+            switch text {
+            case "commit": config.appendOnly = true
+            case "everysec": config.appendOnly = false
+            default: throw ConfigError("argument(s) must be one of the following: commit, everysec")
             }
-            config.durability = value
-        }, render: { $0.durability.rawValue }),
+            config.deprecatedDurability = text
+        }, render: { $0.appendOnly ? "commit" : "everysec" }, aliasOf: "appendonly"),
         Directive(name: "tls-port", apply: { $0.tlsPort = try integer($1, "tls-port", range: 0...65535) },
                   render: { "\($0.tlsPort)" }),
         Directive(name: "tls-cert-file", apply: { $0.tlsCertFile = try one($1, "tls-cert-file") }, render: { $0.tlsCertFile }),

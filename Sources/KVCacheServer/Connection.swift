@@ -31,10 +31,18 @@ final class Connection {
     var tls: TLSSession?
     /// Whether the client has passed AUTH (always true with no password set).
     var authenticated = true
+    /// The log position of the client's last write: under `appendfsync
+    /// always` its replies wait until the log is fsynced that far.
+    var awaitingLSN: UInt64 = 0
+    /// A write waiting for room in the memtables, and since when (ms); the
+    /// client's later requests wait behind it.
+    var parked: (args: [[UInt8]], since: Int64)?
 
     /// Reply, then close (QUIT, protocol errors, end of stream).
     var closeAfterReply = false
     var closed = false
+    /// Taken off the poll set after an EOF, while its replies wait for the log's fsync.
+    var unwatched = false
     /// Registered for EPOLLOUT because a write was short.
     var waitingToWrite = false
     /// Queued to have its output flushed at the end of the loop iteration.

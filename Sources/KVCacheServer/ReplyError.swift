@@ -15,6 +15,13 @@ struct ReplyError: Error, Equatable {
     static let noSuchKey = ReplyError("ERR no such key")
     static let overflow = ReplyError("ERR increment or decrement would overflow")
     static let oom = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+    static let loading = ReplyError("LOADING Redis is loading the dataset in memory")
+
+    /// A write that waited for room in the memtables longer than memtable-full-timeout.
+    static func memtableFull(_ bytes: Int) -> ReplyError {
+        ReplyError("ERR write refused: changes not yet in SQLite fill memtable-max-size (\(bytes) bytes) "
+            + "and the writer did not free room in time; try again")
+    }
 
     static func wrongArity(_ name: String) -> ReplyError {
         ReplyError("ERR wrong number of arguments for '\(name)' command")

@@ -41,6 +41,6 @@ extension Server {
     func endIterationForTesting() {
         sweepExpired()
         continueEviction()
-        commitBatches()
+        persistence.beforeReplies()
     }
 }

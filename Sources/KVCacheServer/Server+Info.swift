@@ -120,14 +120,7 @@ extension Server {
                 "stored_content_bytes:\(contentBytes)",
             ]
         case "persistence":
-            return [
-                "loading:0",
-                "rdb_changes_since_last_save:0",
-                "rdb_bgsave_in_progress:0",
-                "aof_enabled:0",
-                "aof_rewrite_in_progress:0",
-                "storage:sqlite",
-                "durability:\(config.durability.rawValue)",
+            return persistence.infoLines() + [
                 "failed_commits:\(stats.failedCommits)",
                 "open_caches:\(registry.open.count)",
                 "known_caches:\(registry.known.count)",

@@ -6,10 +6,13 @@ import RESP
 import SQLiteKVCache
 
 /// The server: one thread running an epoll loop over the listening sockets,
-/// the clients and a signalfd. Each loop iteration reads what is ready, runs
-/// the complete commands, commits the iteration's writes (one transaction per
-/// cache touched), and only then sends the replies: a write is acknowledged
-/// after it is committed.
+/// the clients, a signalfd and the wake-ups of its background threads. Each
+/// loop iteration reads what is ready, runs the complete commands (their
+/// changes go to the caches' memtables and records of the append-only
+/// log), writes the log, and only then sends the replies: a write is
+/// acknowledged once its record is in the log (and fsynced, under
+/// `appendfsync always`). The writer thread applies the changes to SQLite
+/// in batches (`Persistence`).
 public final class Server {
     public static let version = "0.1.0"
     /// The Redis version whose behaviour this server follows.
@@ -34,13 +37,15 @@ public final class Server {
     private var nextClientID: Int64 = 1
     private var generation: UInt32 = 0
 
-    /// Caches written in this iteration, committed before replies go out.
-    private var dirtyCaches: [OpenCache] = []
-    /// Replies to writes in this iteration, patched if their cache's commit fails.
-    private var batchWrites: [(connection: Connection, start: Int, end: Int, cache: OpenCache)] = []
-    /// Caches the running command wrote to.
-    private var touchedByCommand: [OpenCache] = []
+    /// The append-only log, the writer thread and the seals.
+    private(set) var persistence: Persistence!
     private var pendingFlush: [Connection] = []
+    /// Clients whose replies wait for the log's fsync (`appendfsync always`).
+    private var heldForSync: [Connection] = []
+    /// Clients whose write waits for room in the memtables.
+    private var parked: [Connection] = []
+    /// Whether the running command may take more room (Redis's `denyoom`).
+    private(set) var runningCommandMayGrow = false
     private var running = true
     private var lastCron: Int64 = 0
     /// Clients in MONITOR mode, fed every command others run.
@@ -52,35 +57,23 @@ public final class Server {
     let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
-    /// Whether a client's write waits in the open batch (its reply waits for the commit).
-    private var clientWrotePending = false
     /// Accepting is paused (descriptors ran out) until this time.
     private var listenersPausedUntil: Int64?
     private var lastAcceptWarning: Int64 = 0
-    /// When the last commit was (`everysec`).
-    private var lastCommit: Int64 = 0
-    /// In `everysec` mode, a commit is forced when this many keys (or bytes)
-    /// wait: it bounds both the memory held and how long one commit takes.
-    static let maxPendingWrites = 50_000
-    static let maxPendingBytes = 256 << 20
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
     /// Set when the last sweep or eviction step left work: poll instead of sleeping.
     private var backgroundWorkPending = false
     static let sweepBatch = 32
-    /// Keys the sweep and eviction removed since the last commit.
-    private var backgroundRemovals = 0
-    /// A commit of nothing but sweep or eviction work is due at this many
-    /// removals (or 100 ms): every removal dirties about a page, and one
-    /// commit of a mass expiry's 100 ms (thousands of pages) held the loop
-    /// for over 100 ms.
-    static let backgroundCommitRemovals = 256
+    /// Entries one step of background eviction removes at most.
+    static let evictionBatch = 256
     /// Time the expiry sweep may take per loop iteration.
     static let sweepBudgetMicroseconds = 1000
     /// Milliseconds a client of the TLS port may take to finish its handshake.
     static let handshakeTimeout: Int64 = 10_000
 
     private static let signalToken: UInt64 = 1 << 63
+    private static let wakeToken: UInt64 = (1 << 63) | 1
     private static let listenerTokenBase: UInt64 = (1 << 63) | (1 << 62)
     private static let readChunk = 64 * 1024
 
@@ -97,6 +90,10 @@ public final class Server {
         umask(0o077)  // cache files, lock files and logs: owner only
         registry = try CacheRegistry(config: config, logger: logger)
         commands = try CommandTable.standard.renamed(config.renamedCommands)
+        if let old = config.deprecatedDurability {
+            logger.warning("'durability \(old)' is deprecated: it now means 'appendonly \(config.appendOnly ? "yes" : "no")'; "
+                + "use appendonly and appendfsync")
+        }
         slowlog.threshold = config.slowlogSlowerThan
         slowlog.maxLength = config.slowlogMaxLength
         if config.tlsPort != 0 {
@@ -110,6 +107,9 @@ public final class Server {
             tlsContext = nil
         }
         try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
+        persistence = try Persistence(server: self, config: config)
+        registry.onOpen = { [unowned self] engine in persistence.cacheOpened(engine) }
+        try epoll.add(persistence.wakeFD, token: Self.wakeToken, interest: .readable)
         for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
             for host in config.bind {
                 guard let address = SocketAddress(host: host, port: port) else {
@@ -150,17 +150,31 @@ public final class Server {
         // db0 is every client's first cache: open it now, so a large file's
         // progress shows at start-up, not on the first connection.
         _ = try? registry.cache(named: "db0")
+        if persistence.loading {
+            logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
+        }
         while running {
-            try epoll.wait(timeoutMilliseconds: backgroundWorkPending || !tlsReadAgain.isEmpty ? 0 : 100) { event in
+            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading
+            try epoll.wait(timeoutMilliseconds: poll ? 0 : 100) { event in
                 self.handle(event)
             }
             let again = tlsReadAgain
             tlsReadAgain.removeAll()
             for connection in again where !connection.closed { readAndExecute(connection) }
+            if persistence.loading {
+                do {
+                    try persistence.replayStep(budget: 20)
+                } catch {
+                    logger.warning("Replaying the append-only log failed: \(error)")
+                    throw ConfigError("the append-only log cannot be replayed: \(error)")
+                }
+            }
             backgroundWorkPending = false
             sweepExpired()
             continueEviction()
-            commitIfDue()
+            resumeParked()
+            persistence.periodic(now: Self.nowMilliseconds())
+            persistence.beforeReplies()
             flushPending()
             let now = Self.nowMilliseconds()
             if now - lastCron >= 100 {
@@ -172,6 +186,10 @@ public final class Server {
     }
 
     private func handle(_ event: Epoll.Event) {
+        if event.token == Self.wakeToken {
+            persistence.handleWake()
+            return
+        }
         if event.token == Self.signalToken {
             for signal in signals.drain() {
                 logger.notice("Received \(signal == SIGINT ? "SIGINT" : "SIGTERM"), scheduling shutdown...")
@@ -356,7 +374,16 @@ public final class Server {
             // Nothing more will be run for this client: discard input, notice EOF.
             var scratch = [UInt8](repeating: 0, count: 4096)
             let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
-            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { close(connection) }
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+                if connection.pendingOutput > 0 && connection.awaitingLSN > persistence.syncedLSN {
+                    // Its replies wait for the log's fsync: stop watching the
+                    // socket (an EOF stays readable), send them, then close.
+                    epoll.remove(connection.fd)
+                    connection.unwatched = true
+                } else {
+                    close(connection)
+                }
+            }
             return
         }
         var endOfStream = false
@@ -408,7 +435,7 @@ public final class Server {
     private func executeBuffered(_ connection: Connection) {
         connection.input.consume { buffer in
             var index = 0
-            while !connection.closeAfterReply && !connection.closed {
+            while !connection.closeAfterReply && !connection.closed && connection.parked == nil {
                 let request: [[UInt8]]?
                 do {
                     request = try connection.parser.next(buffer, index: &index)
@@ -433,7 +460,6 @@ public final class Server {
     /// INFO commandstats/errorstats and SLOWLOG report.
     func execute(_ args: [[UInt8]], for connection: Connection) {
         stats.totalCommandsProcessed += 1
-        let start = connection.output.count
         if Self.isCrossProtocolAttack(args[0]) {
             logger.warning("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands "
                 + "to the server. This is likely due to an attacker attempting to use Cross Protocol Scripting to "
@@ -455,14 +481,27 @@ public final class Server {
             reject(connection, .noAuth, command: command)
             return
         }
+        if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
+            reject(connection, .loading, command: command)
+            return
+        }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args)
             connection.replySimple("QUEUED")
             return
         }
+        if !persistence.replaying && needsRoom(command, connection) && persistence.memtableFull {
+            // The writer is behind: the write waits (and the client's next
+            // requests behind it) until it frees room.
+            connection.parked = (args, Self.nowMilliseconds())
+            parked.append(connection)
+            persistence.requestSeal()
+            return
+        }
         if !monitors.isEmpty { feedMonitors(args, from: connection) }
-        touchedByCommand.removeAll(keepingCapacity: true)
-        joinBatch(connection.cache)
+        let outer = runningCommandMayGrow
+        runningCommandMayGrow = command.flags.contains("denyoom") || (command.name == "exec" && outer)
+        defer { runningCommandMayGrow = outer }
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
         do {
@@ -485,42 +524,65 @@ public final class Server {
         if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
             slowlog.record(args, microseconds: elapsed, client: connection)
         }
-        if !touchedByCommand.isEmpty { clientWrotePending = true }
-        if config.durability == .commit {
-            for cache in touchedByCommand {
-                batchWrites.append((connection, start, connection.output.count, cache))
-            }
-        }
+        if let lsn = persistence.commandFinished() { connection.awaitingLSN = lsn }
     }
 
-    /// Commits the open batches when the durability mode says so: every
-    /// iteration for `commit` (replies wait for it); for `everysec` once a
-    /// second, or at once when the backlog passes its bound (backpressure).
-    private func commitIfDue() {
-        guard !dirtyCaches.isEmpty else { return }
-        if config.durability == .everysec {
-            let now = Self.nowMilliseconds()
-            var backlog = (count: 0, bytes: 0)
-            for cache in dirtyCaches {
-                let pending = (try? cache.engine.pendingWrites()) ?? (count: 0, bytes: 0)
-                backlog = (backlog.count + pending.count, backlog.bytes + pending.bytes)
+    /// Whether a command changes data, so it waits while the memtables are
+    /// full: a write command, or an EXEC whose transaction holds one.
+    private func needsRoom(_ command: Command, _ connection: Connection) -> Bool {
+        if command.isWrite && command.flags.contains("denyoom") { return true }
+        guard command.name == "exec", let queued = connection.transaction else { return false }
+        return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
+    }
+
+    /// Runs the writes that waited for room, in arrival order, once there
+    /// is room; a write that waited `memtable-full-timeout` gets an error.
+    private func resumeParked() {
+        guard !parked.isEmpty else { return }
+        let now = Self.nowMilliseconds()
+        let full = persistence.memtableFull
+        var still: [Connection] = []
+        for connection in parked {
+            guard !connection.closed, let (args, since) = connection.parked else { continue }
+            if full && now - since < Int64(config.memtableFullTimeout) {
+                still.append(connection)
+                continue
             }
-            let due = now - lastCommit >= 1000 || backlog.count >= Self.maxPendingWrites
-                || backlog.bytes >= Self.maxPendingBytes
-            guard due else { return }
-            lastCommit = now
-        } else if !clientWrotePending {
-            // Only the sweep (or eviction) wrote: nothing to acknowledge, and
-            // an expired key is as good as gone, so commit those at most every 100 ms.
-            let now = Self.nowMilliseconds()
-            guard now - lastCommit >= 100 || backgroundRemovals >= Self.backgroundCommitRemovals else { return }
-            lastCommit = now
-        } else {
-            lastCommit = Self.nowMilliseconds()
+            connection.parked = nil
+            if full {
+                connection.replyError(.memtableFull(config.memtableMaxBytes))
+                countError(.memtableFull(config.memtableMaxBytes))
+            } else {
+                execute(args, for: connection)
+            }
+            if connection.parked == nil { executeBuffered(connection) }
+            if connection.parked != nil { still.append(connection) }
+            queueFlush(connection)
         }
-        clientWrotePending = false
-        backgroundRemovals = 0
-        commitBatches()
+        parked = still
+        if !parked.isEmpty { backgroundWorkPending = !full }
+    }
+
+    /// Replays one command of the append-only log in `cache` (a record of a
+    /// command whose effect is its own re-run).
+    func replayCommand(_ args: [[UInt8]], in cache: OpenCache, lsn: UInt64) {
+        let connection = replayConnection ?? Connection(
+            id: 0, fd: -1, token: 0, peer: nil, local: "", cache: cache, limits: requestLimits, now: Self.nowMilliseconds())
+        replayConnection = connection
+        connection.cache = cache
+        connection.output.removeAll(keepingCapacity: true)
+        execute(args, for: connection)
+    }
+    private var replayConnection: Connection?
+
+    /// Queues for sending the replies that waited for the log's fsync up to `lsn`.
+    func releaseRepliesSynced(upTo lsn: UInt64) {
+        guard !heldForSync.isEmpty else { return }
+        var still: [Connection] = []
+        for connection in heldForSync where !connection.closed {
+            if connection.awaitingLSN <= lsn { queueFlush(connection) } else { still.append(connection) }
+        }
+        heldForSync = still
     }
 
     /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
@@ -576,85 +638,30 @@ public final class Server {
         + "NOTE: You only need to do one of the above things in order for "
         + "the server to start accepting connections from the outside.\r\n"
 
-    // MARK: Group commit
+    // MARK: Persistence
 
-    /// Clears the caches the running command wrote to (EXEC: its commands recorded theirs).
-    func forgetTouchedCaches() { touchedByCommand.removeAll(keepingCapacity: true) }
-
-    /// Joins `cache` to this iteration's batch, so its reads share one
-    /// SQLite transaction (committed with the iteration's writes).
-    func joinBatch(_ cache: OpenCache) {
-        guard !cache.inBatch, cache.openError == nil else { return }
-        guard (try? cache.engine.beginBatch()) != nil else { return }
-        cache.inBatch = true
-        dirtyCaches.append(cache)
-    }
-
-    /// The engine of `cache`, joined to this iteration's batch, for a write.
-    func writable(_ cache: OpenCache) throws -> SQLiteKVCache {
-        if let failure = cache.commitFailure { throw failure }
-        if !cache.inBatch {
-            try cache.engine.beginBatch()
-            cache.inBatch = true
-            dirtyCaches.append(cache)
+    /// A cache whose file SQLite found damaged: once the writer is done
+    /// with it, the file is moved aside and the cache starts empty.
+    func recoverCorrupt(_ cache: OpenCache, reason: String) {
+        if cache.engine?.inFlight != nil {
+            persistence.writer.waitUntilIdle()
+            persistence.collectFinished()
         }
-        if !touchedByCommand.contains(where: { $0 === cache }) { touchedByCommand.append(cache) }
-        return cache.engine
+        registry.recoverCorrupt(cache, reason: reason)
     }
 
-    /// Commits each cache written in this iteration (or only `only`). When a
-    /// commit fails, the replies to that cache's writes become the error
-    /// before anything is sent.
-    func commitBatches(only: [OpenCache]? = nil) {
-        guard !dirtyCaches.isEmpty else { return }
-        var failed: [ObjectIdentifier: ReplyError] = [:]
-        var remaining: [OpenCache] = []
-        for cache in dirtyCaches {
-            if let only, !only.contains(where: { $0 === cache }) {
-                remaining.append(cache)
-                continue
-            }
-            cache.inBatch = false
-            do {
-                try cache.engine.commitBatch()
-            } catch {
-                logger.warning("Commit to cache '\(cache.name)' failed: \(error)")
-                failed[ObjectIdentifier(cache)] = .engine(error)
-                stats.failedCommits += 1
-                if config.durability == .everysec {
-                    // Acknowledged writes were lost: refuse more until writes succeed again.
-                    cache.commitFailure = error
-                }
-            }
-        }
-        dirtyCaches = remaining
-        if !failed.isEmpty {
-            // Latest first, so a patch never moves the ranges still to patch.
-            for write in batchWrites.reversed() {
-                guard let error = failed[ObjectIdentifier(write.cache)], !write.connection.closed else { continue }
-                var replacement: [UInt8] = []
-                RESPEncoder.error(error.text, into: &replacement)
-                write.connection.output.replaceSubrange(write.start..<write.end, with: replacement)
-            }
-        }
-        if only == nil || dirtyCaches.isEmpty { batchWrites.removeAll(keepingCapacity: true) }
-    }
-
-    /// Swaps the files of two caches (SWAPDB), committing their pending writes first.
-    func swap(_ a: OpenCache, _ b: OpenCache) throws {
-        commitBatches(only: [a, b])
-        try registry.swap(a, b)
-    }
-
-    /// Closes and reopens every open cache (DEBUG RELOAD), committing first.
+    /// Closes and reopens every open cache (DEBUG RELOAD), after applying
+    /// everything memory holds to SQLite.
     func reloadCaches() {
-        commitBatches()
+        persistence.applyAll()
         for cache in registry.open.values { registry.reopen(cache) }
     }
 
     /// Applies a changed configuration to the running server.
-    func apply(_ newConfig: ServerConfig) {
-        if newConfig.durability != config.durability { commitBatches() }
+    func apply(_ newConfig: ServerConfig) throws {
+        if newConfig.appendOnly != config.appendOnly {
+            try persistence.setAppendOnly(newConfig.appendOnly, config: newConfig)
+        }
         config = newConfig
         logger.level = newConfig.logLevel
         registry.apply(newConfig)
@@ -674,9 +681,16 @@ public final class Server {
     }
 
     private func flushPending() {
+        let synced = persistence.syncedLSN
         for connection in pendingFlush {
             connection.queuedForFlush = false
-            if !connection.closed { flush(connection) }
+            guard !connection.closed else { continue }
+            if connection.awaitingLSN > synced {
+                // appendfsync always: the reply waits for its record's fsync.
+                heldForSync.append(connection)
+                continue
+            }
+            flush(connection)
         }
         pendingFlush.removeAll(keepingCapacity: true)
     }
@@ -706,6 +720,12 @@ public final class Server {
                 connection.outputSent += n
                 stats.netOutputBytes += n
             case .wouldBlock:
+                if connection.unwatched {
+                    connection.unwatched = false
+                    try? epoll.add(connection.fd, token: connection.token, interest: [.readable, .writable])
+                    connection.waitingToWrite = true
+                    return
+                }
                 if !connection.waitingToWrite {
                     connection.waitingToWrite = true
                     try? epoll.modify(connection.fd, token: connection.token, interest: [.readable, .writable])
@@ -763,9 +783,8 @@ public final class Server {
                 // expiry spreads over iterations, between which clients are served.
                 while true {
                     let removed = try keyspace.removeExpired(limit: Self.sweepBatch)
-                    backgroundRemovals += removed
                     guard removed == Self.sweepBatch else { break }
-                    if Self.monotonicMicroseconds() >= deadline || backgroundRemovals >= Self.backgroundCommitRemovals {
+                    if Self.monotonicMicroseconds() >= deadline {
                         backgroundWorkPending = true
                         return
                     }
@@ -781,9 +800,7 @@ public final class Server {
     func continueEviction() {
         for cache in registry.open.values where cache.needsEviction {
             do {
-                cache.needsEviction = !(try Keyspace(server: self, cache: cache).evict(limit: Self.backgroundCommitRemovals))
-                // `evict` says only whether it is done: count the step as a full batch.
-                backgroundRemovals += Self.backgroundCommitRemovals
+                cache.needsEviction = !(try Keyspace(server: self, cache: cache).evict(limit: Self.evictionBatch))
             } catch {
                 logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
                 cache.needsEviction = false
@@ -800,12 +817,6 @@ public final class Server {
             if let tls = connection.tls, !tls.handshakeDone, now - connection.createdAt > Self.handshakeTimeout {
                 logger.verbose("Closing \(connection.peer): TLS handshake not done in time")
                 close(connection)
-            }
-        }
-        for cache in registry.open.values where cache.commitFailure != nil {
-            if (try? cache.engine.probeWrite()) != nil {
-                logger.notice("Writes to cache '\(cache.name)' succeed again")
-                cache.commitFailure = nil
             }
         }
         for connection in connections.compactMap({ $0 }) where connection.pendingOutput > 0 {
@@ -833,7 +844,10 @@ public final class Server {
             Posix.close(listener.fd)
         }
         listeners.removeAll()
-        commitBatches()
+        // Every acknowledged record on disk, then the replies that waited for it.
+        persistence.beforeReplies()
+        persistence.syncLogNow()
+        heldForSync.removeAll()
         // Give clients a bounded moment to take their pending replies.
         let deadline = Self.nowMilliseconds() + 2000
         var waiting = connections.compactMap { $0 }.filter { $0.pendingOutput > 0 }
@@ -846,6 +860,7 @@ public final class Server {
             if !waiting.isEmpty { usleep(10_000) }
         }
         for connection in connections.compactMap({ $0 }) { close(connection) }
+        persistence.shutdown(seconds: Double(config.shutdownTimeout))
         registry.closeAll()
         logger.notice("kvcache-server is now ready to exit, bye bye...")
     }
@@ -856,8 +871,8 @@ struct ServerStats {
     var totalCommandsProcessed = 0
     var totalConnectionsReceived = 0
     var rejectedConnections = 0
-    /// Commits that failed (their writes were answered with the error, or,
-    /// under `durability everysec`, lost after being acknowledged).
+    /// Batches the writer could not apply to SQLite (their changes stay in
+    /// memory and are tried again).
     var failedCommits = 0
     var outputLimitDisconnections = 0
     /// Failed AUTH (and HELLO AUTH) attempts: INFO's acl_access_denied_auth.

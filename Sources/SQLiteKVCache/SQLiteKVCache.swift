@@ -134,7 +134,7 @@ public final class SQLiteKVCache: @unchecked Sendable {
                 if let code = error.sqliteCode, Self.corruptionCodes.contains(code) {
                     store.engine.close()
                     let configuration = store.configuration
-                    quarantine(store.engine.path, configuration, reason: "\(error)")
+                    Self.quarantine(store.engine.path, configuration, reason: "\(error)")
                     do throws(Error) {
                         state = .open(try openStore(configuration))
                     } catch let reopenError {
@@ -168,32 +168,12 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// replaced by a fresh cache once.
     private func openStore(_ configuration: Configuration) throws(Error) -> Store {
         let name = try SQLiteKVCache.canonicalHandle(handle)
-        func attempt() throws -> Store {
-            Store(try CacheEngine(handle: name, directory: directory, configuration: configuration), configuration)
-        }
-        do {
-            return try attempt()
-        } catch CacheFile.OpenError.corrupt(let path, let reason) {
-            quarantine(path, configuration, reason: reason)
-            do {
-                return try attempt()
-            } catch CacheFile.OpenError.corrupt(_, let reason) {
-                throw .databaseUnavailable(reason: "\(path) is still corrupt after recreation: \(reason)")
-            } catch let error as Error {
-                throw error
-            } catch {
-                throw .databaseUnavailable(reason: "\(error)")
-            }
-        } catch let error as Error {
-            throw error
-        } catch {
-            throw .databaseUnavailable(reason: "\(error)")
-        }
+        return Store(try CacheEngine.open(handle: name, directory: directory, configuration: configuration), configuration)
     }
 
     /// Moves a damaged cache file (and its -wal/-shm) aside as
-    /// `<name>.sqlite.corrupt-<unix time>`.
-    private func quarantine(_ path: String, _ configuration: Configuration, reason: String) {
+    /// `<name>.sqlite.corrupt-<unix time>`, telling `onRecovery`.
+    static func quarantine(_ path: String, _ configuration: Configuration, reason: String) {
         let stamp = Int(Date().timeIntervalSince1970)
         var target = "\(path).corrupt-\(stamp)"
         var n = 1

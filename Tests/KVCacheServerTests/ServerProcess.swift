@@ -59,7 +59,10 @@ final class ServerProcess {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if !p.isRunning { throw TestFailure("server exited at start: \(self.log)") }
-            if (try? TestClient(port: port)) != nil { return }
+            // Listening, and done replaying its append-only log (-LOADING until then).
+            if let client = try? TestClient(port: port) {
+                guard case .error(let text)? = try? client.call("PING"), text.hasPrefix("LOADING") else { return }
+            }
             usleep(20_000)
         }
         throw TestFailure("server did not start listening on \(port)")

@@ -20,8 +20,13 @@ import redis
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET = os.environ.get("KVCACHE_TARGET", "kvcache")
 BIN = os.environ.get("KVCACHE_BIN", os.path.join(ROOT, ".build", "debug", "kvcache-server"))
-# KVCACHE_DURABILITY=everysec runs the suite in the write-behind mode.
-DURABILITY = os.environ.get("KVCACHE_DURABILITY", "commit")
+# KVCACHE_MODE picks the persistence mode the suite runs in: everysec
+# (appendonly yes, appendfsync everysec: the default), always (appendfsync
+# always) or no-aof (appendonly no: writes reach SQLite within a second).
+MODE = os.environ.get("KVCACHE_MODE", "everysec")
+MODE_ARGS = {"everysec": [], "always": ["--appendfsync", "always"], "no-aof": ["--appendonly", "no"]}[MODE]
+# Kept for the tools' smoke tests: "commit" when acknowledged writes survive a crash.
+DURABILITY = "everysec" if MODE == "no-aof" else "commit"
 
 
 REDIS = TARGET == "redis"
@@ -31,13 +36,13 @@ redis_only = pytest.mark.skipif(not REDIS, reason="Redis behaviour that kvcache-
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "kvcache_only: behaviour of kvcache-server that Redis does not share")
-    config.addinivalue_line("markers", "commit_durability: needs replies sent after commit (not durability everysec)")
+    config.addinivalue_line("markers", "commit_durability: needs acknowledged writes to survive a crash (not appendonly no)")
 
 
 def pytest_collection_modifyitems(config, items):
     if TARGET != "redis":
         if DURABILITY != "commit":
-            skip = pytest.mark.skip(reason="a crash may lose the last second of writes under durability everysec")
+            skip = pytest.mark.skip(reason="a crash may lose the last second of writes under appendonly no")
             for item in items:
                 if "commit_durability" in item.keywords:
                     item.add_marker(skip)
@@ -67,6 +72,28 @@ def wait_for_port(port, proc, timeout=20.0):
     raise RuntimeError(f"server did not listen on {port} within {timeout}s")
 
 
+def wait_until_loaded(port, proc, args, timeout=60.0):
+    """Waits while the server answers -LOADING (it replays its append-only log
+    after a crash); a server that needs AUTH or refuses for another reason is
+    taken as loaded."""
+    if "--tls-port" in args and "--port" in args and args[args.index("--port") + 1] == "0":
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                s.sendall(b"PING\r\n")
+                reply = s.recv(200)
+        except OSError:
+            return
+        if not reply.startswith(b"-LOADING"):
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"server still loading after {timeout}s")
+
+
 class Server:
     """One running server process. `args` are extra `--name value` options."""
 
@@ -89,8 +116,8 @@ class Server:
             with open(path, "w") as f:
                 f.write(self.config_text)
             line.append(path)
-        return line + ["--port", str(self.port), "--bind", "127.0.0.1", "--dir", os.path.join(self.dir, "data"),
-                       "--durability", DURABILITY] + self.args
+        return line + ["--port", str(self.port), "--bind", "127.0.0.1", "--dir", os.path.join(self.dir, "data")] \
+            + MODE_ARGS + self.args
 
     def start(self):
         self.port = self.port or free_port()
@@ -98,6 +125,7 @@ class Server:
         self.proc = subprocess.Popen(self.command_line(), stdout=log, stderr=subprocess.STDOUT)
         log.close()
         wait_for_port(self.port, self.proc)
+        wait_until_loaded(self.port, self.proc, self.args)
         # The plain port is bound before the TLS port: wait for that too, so
         # a test may use either as soon as start() returns.
         if "--tls-port" in self.args:

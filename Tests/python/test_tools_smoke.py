@@ -16,7 +16,7 @@ import pytest
 from conftest import BIN, DURABILITY, ROOT
 
 # The tools pick the durability mode themselves (crash_test --durability), so
-# the suite's second pass under KVCACHE_DURABILITY=everysec would only repeat them.
+# the suite's other passes (KVCACHE_MODE=always, no-aof) would only repeat them.
 pytestmark = [pytest.mark.kvcache_only,
               pytest.mark.skipif(DURABILITY != "commit", reason="the tools choose their own durability mode")]
 

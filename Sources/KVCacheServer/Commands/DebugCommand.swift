@@ -11,7 +11,7 @@ import SQLiteKVCache
 let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
-            subcommands: ["digest", "digest-value", "protocol", "reload", "set-active-expire", "sleep"]),
+            subcommands: ["digest", "digest-value", "loadaof", "protocol", "reload", "set-active-expire", "sleep", "writer"]),
 ]
 
 private func debug(_ ctx: CommandContext) throws {
@@ -33,8 +33,20 @@ private func debug(_ ctx: CommandContext) throws {
     case "protocol":
         guard ctx.args.count == 3 else { throw ReplyError.syntax }
         try debugProtocol(ctx)
-    case "reload":
+    case "reload", "loadaof":
+        // Redis reloads its dataset from the RDB or the AOF; here SQLite is
+        // given everything and every cache reopened from its file.
         ctx.server.reloadCaches()
+        ctx.connection.replyOK()
+    case "writer":
+        // DEBUG WRITER PAUSE|RESUME: holds the writer thread, so changes stay
+        // in memory and in the log (to measure a replay, or a full memtable).
+        guard ctx.args.count == 3 else { throw ReplyError.syntax }
+        switch ctx.option(2) {
+        case "pause": ctx.server.persistence.writer.setPaused(true)
+        case "resume": ctx.server.persistence.writer.setPaused(false)
+        default: throw ReplyError.syntax
+        }
         ctx.connection.replyOK()
     case "digest-value":
         ctx.connection.replyArrayHeader(ctx.args.count - 2)

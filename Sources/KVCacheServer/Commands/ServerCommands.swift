@@ -97,6 +97,7 @@ private func config(_ ctx: CommandContext) throws {
 private let liveDirectives: Set<String> = Set([
     "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
     "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
+    "appendfsync", "aof-load-truncated", "memtable-max-size", "memtable-full-timeout", "shutdown-timeout",
     "requirepass", "protected-mode", "slowlog-log-slower-than", "slowlog-max-len",
 ] + ServerConfig.encodingDirectives.map(\.name))
 
@@ -122,7 +123,7 @@ private func configSet(_ ctx: CommandContext) throws {
             throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - \(error.description)")
         }
     }
-    ctx.server.apply(config)
+    try ctx.server.apply(config)
     ctx.connection.replyOK()
 }
 
@@ -144,9 +145,10 @@ private func function(_ ctx: CommandContext) throws {
     }
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: every write is already committed, so
-/// the options change nothing; the server stops as on SIGTERM, and like
-/// Redis sends no reply on success.
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: the server stops as on SIGTERM
+/// (the log fsynced, what memory holds applied to SQLite within
+/// shutdown-timeout), and like Redis sends no reply on success. Every
+/// acknowledged write is kept either way, so the options change nothing.
 private func shutdown(_ ctx: CommandContext) throws {
     for i in ctx.args.indices.dropFirst() {
         guard ["nosave", "save", "now", "force"].contains(ctx.option(i)) else { throw ReplyError.syntax }

@@ -60,11 +60,12 @@ private func exec(_ ctx: CommandContext) throws {
         }
     }
     c.replyArrayHeader(transaction.commands.count)
+    // The transaction's changes are one record of the log: a replay applies all or none.
+    ctx.server.persistence.beginTransaction()
     for request in transaction.commands {
         ctx.server.execute(request, for: c)
     }
-    // Each command recorded its own reply for commit-failure patching.
-    ctx.server.forgetTouchedCaches()
+    if let lsn = ctx.server.persistence.endTransaction() { c.awaitingLSN = lsn }
 }
 
 /// WATCH key [key ...]: EXEC then fails if any of them changed (a write

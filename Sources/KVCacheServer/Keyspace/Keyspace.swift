@@ -15,13 +15,15 @@ import SQLiteKVCache
 /// DEBUG, WATCH). Every read expires the key lazily: the engine deletes an
 /// expired entry it meets and answers nil, as Redis's `expireIfNeeded`.
 ///
-/// Every change to a cache's contents goes through one of seven methods,
-/// and each of them through `engineForWrite()`: `store(_:)` (SET, ADD and
-/// overwrite all end there), `delete(_:)`, `setExpiry(_:_:)`, `flush()`,
-/// `swap(with:)`, and the background `removeExpired(limit:)` and
-/// `evict(limit:)`. Everything else (`set`, `expire`, `rename`, `move`,
-/// `copy`, the collection stores) is built from those. The write path hooks
-/// the log there, and keyspace-change events are emitted there.
+/// Every change to a cache's contents goes through one of seven methods:
+/// `store(_:)` (SET, ADD and overwrite all end there), `delete(_:)`,
+/// `setExpiry(_:_:)`, `flush()`, `swap(with:)`, and the background
+/// `removeExpired(limit:)` and `evict(limit:)`. Everything else (`set`,
+/// `expire`, `rename`, `move`, `copy`, the collection stores) is built from
+/// those. The first five record their effect for the append-only log
+/// (`Persistence.record`), so a command's record holds exactly what it
+/// changed, in every cache it touched; keyspace-change events will be
+/// emitted there too.
 struct Keyspace {
     typealias Entry = SQLiteKVCache.Entry
 
@@ -33,6 +35,24 @@ struct Keyspace {
         self.cache = cache
     }
 
+    /// The engine serving this cache.
+    /// - Throws: why the cache's file could not be opened.
+    private var engine: CacheEngine {
+        get throws(ReplyError) { try cache.usableEngine() }
+    }
+
+    /// Runs `body` on the engine; a file SQLite finds damaged is moved
+    /// aside and the cache starts empty (the error still reaches the client).
+    private func run<R>(_ body: (CacheEngine) throws(SQLiteKVCache.Error) -> R) throws -> R {
+        let engine = try self.engine
+        do throws(SQLiteKVCache.Error) {
+            return try body(engine)
+        } catch {
+            if CacheEngine.isCorruption(error) { server.recoverCorrupt(cache, reason: "\(error)") }
+            throw error
+        }
+    }
+
     // MARK: Reads
 
     /// The live entry for `key`, counted as a keyspace hit or miss.
@@ -40,7 +60,7 @@ struct Keyspace {
     ///   kind (counted as a hit, as in Redis); the engine's error when the
     ///   cache cannot be read.
     func lookupRead(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {
-        let entry = try cache.engine.get(key: key)
+        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
         countLookup(hit: entry != nil)
         if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
         return entry
@@ -49,7 +69,7 @@ struct Keyspace {
     /// The live entry for `key` before a write to it, not counted.
     /// - Throws: WRONGTYPE when `kind` is given and the key holds another kind.
     func lookupWrite(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {
-        let entry = try cache.engine.get(key: key)
+        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
         if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
         return entry
     }
@@ -57,13 +77,13 @@ struct Keyspace {
     /// The live entry for `key`, not counted and with no intent to write
     /// (OBJECT, DEBUG, WATCH and EXEC's check of watched keys).
     func peek(_ key: [UInt8]) throws -> Entry? {
-        try cache.engine.get(key: key)
+        try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
     }
 
     /// Whether `key` has a live entry, without reading its value.
     /// - Parameter counted: count a keyspace hit or miss (EXISTS does).
     func exists(_ key: [UInt8], counted: Bool = false) throws -> Bool {
-        let live = try cache.engine.contains(key: key)
+        let live = try run { engine throws(SQLiteKVCache.Error) in try engine.contains(key) }
         if counted { countLookup(hit: live) }
         return live
     }
@@ -71,32 +91,32 @@ struct Keyspace {
     /// Marks `key` as just used (for an `lru` cache) when it is live.
     /// - Returns: whether it is live.
     func touch(_ key: [UInt8]) throws -> Bool {
-        try cache.engine.touch(key: key)
+        try run { engine throws(SQLiteKVCache.Error) in try engine.touch(key) }
     }
 
     /// The number of entries (expired ones not yet removed included), as DBSIZE.
     func count() throws -> Int {
-        try cache.engine.count()
+        try engine.count
     }
 
     /// Every live key.
     func keys() throws -> [[UInt8]] {
-        try cache.engine.keys()
+        try run { engine throws(SQLiteKVCache.Error) in try engine.keys() }
     }
 
     /// One step of a SCAN: the keys found and the cursor to continue from (0 when done).
     func scan(cursor: UInt64, count: Int, kind: ValueKind?) throws -> (keys: [[UInt8]], next: UInt64) {
-        try cache.engine.scan(cursor: cursor, count: count, kind: kind)
+        try run { engine throws(SQLiteKVCache.Error) in try engine.scan(cursor: cursor, count: count, kind: kind) }
     }
 
     /// A live key chosen at random, or nil when there is none.
     func randomKey() throws -> [UInt8]? {
-        try cache.engine.randomKey()
+        try run { engine throws(SQLiteKVCache.Error) in try engine.randomKey() }
     }
 
     /// Whether some entry's expiry has passed (cheap: no SQL).
     func expiryDue() throws -> Bool {
-        try cache.engine.expiryDue()
+        try engine.expiryDue()
     }
 
     /// Counts a read for INFO's keyspace_hits / keyspace_misses, server-wide and per cache.
@@ -112,10 +132,17 @@ struct Keyspace {
 
     // MARK: The changes (every write ends in one of these)
 
-    /// The engine of this cache, joined to the iteration's write batch.
-    /// - Throws: why the last commit failed, while writes are refused after it.
-    private func engineForWrite() throws -> SQLiteKVCache {
-        try server.writable(cache)
+    /// The engine of this cache, for a change.
+    /// - Parameter grows: the change may take more room (a store by a
+    ///   command Redis flags `denyoom`): refused while the cache's changes
+    ///   cannot be applied to SQLite (a full disk), with SQLite's error.
+    ///   Removals are taken, so room can be made.
+    /// - Throws: MISCONF while the append-only log cannot be written.
+    private func engineForWrite(grows: Bool = false) throws -> CacheEngine {
+        if let refusal = server.persistence.writeRefusal { throw refusal }
+        let engine = try self.engine
+        if grows, server.runningCommandMayGrow, let failure = engine.lastFailure { throw ReplyError.engine(failure) }
+        return engine
     }
 
     /// Stores a whole entry (its kind, expiry, date and metadata), replacing
@@ -124,44 +151,60 @@ struct Keyspace {
     /// - Throws: the engine's error (`-OOM` at capacity under `noeviction`,
     ///   an entry larger than the capacity, SQLite's failure).
     func store(_ entry: Entry) throws {
-        try engineForWrite().put(entry)
+        let engine = try engineForWrite(grows: true)
+        try run { _ throws(SQLiteKVCache.Error) in try engine.put(StoredEntry(entry)) }
+        server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.kind,
+                                       storageDate: entry.storageDate.timeIntervalSince1970,
+                                       expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
     }
 
     /// Removes `key`.
     /// - Returns: whether there was a live entry.
     @discardableResult
     func delete(_ key: [UInt8]) throws -> Bool {
-        try engineForWrite().delete(key: key)
+        let engine = try engineForWrite()
+        guard try run({ _ throws(SQLiteKVCache.Error) in try engine.delete(key) }) else { return false }
+        server.persistence.record(.delete(cache: cache.name, key: key))
+        return true
     }
 
     /// Sets (milliseconds since 1970) or clears (nil) the expiry of a live `key`.
     /// - Returns: whether there was a live entry.
     @discardableResult
     func setExpiry(_ key: [UInt8], _ expiresAt: Int64?) throws -> Bool {
-        try engineForWrite().setExpiry(key: key, expiresAt: expiresAt)
+        let engine = try engineForWrite()
+        guard try run({ _ throws(SQLiteKVCache.Error) in try engine.setExpiry(key, expiresAt) }) else { return false }
+        server.persistence.record(.expire(cache: cache.name, key: key, at: expiresAt))
+        return true
     }
 
     /// Removes every key of this cache (FLUSHDB).
     func flush() throws {
         try engineForWrite().clear()
+        server.persistence.record(.clear(cache: cache.name))
     }
 
-    /// Exchanges the contents of this cache and `other` (SWAPDB): their
-    /// pending writes are committed, then the files swapped.
+    /// Exchanges the contents of this cache and `other` (SWAPDB), at once:
+    /// their engines change places, and the writer later exchanges their files.
     func swap(with other: Keyspace) throws {
-        try server.swap(cache, other.cache)
+        let (x, y) = (try engineForWrite(), try other.engineForWrite())
+        server.persistence.record(.swap(a: cache.name, b: other.cache.name, fileA: x.fileID, fileB: y.fileID))
+        server.registry.swapEngines(cache, other.cache)
+        server.persistence.noteExchangePending()
     }
 
-    /// Removes up to `limit` expired entries, soonest first (the active expiry sweep).
+    /// Removes up to `limit` expired entries, soonest first (the active
+    /// expiry sweep). Not logged: a replay expires them again.
     /// - Returns: how many went; fewer than `limit` means none is left due.
     func removeExpired(limit: Int) throws -> Int {
-        try engineForWrite().removeExpired(limit: limit)
+        try run { engine throws(SQLiteKVCache.Error) in try engine.removeExpired(limit: limit) }
     }
 
-    /// Evicts up to `limit` entries toward the capacity (after a capacity cut).
+    /// Evicts up to `limit` entries toward the capacity (after a capacity
+    /// cut). Not logged: a replay into a cache over capacity evicts again.
     /// - Returns: true when the cache is within its capacity.
     func evict(limit: Int) throws -> Bool {
-        try engineForWrite().evict(limit: limit)
+        try run { engine throws(SQLiteKVCache.Error) in try engine.evict(limit: limit) }
     }
 
     // MARK: Changes built from those

@@ -61,20 +61,47 @@ public final class CacheEngine {
         eviction.reset(for: policy)
     }
 
-    /// Opens a cache for the server: the handle must already be canonical.
-    /// - Throws: as `init`; a corrupt file throws `SQLiteKVCache.Error.readFailed(11)`.
+    /// Opens the cache `handle` (already canonical) in `directory`. A file
+    /// SQLite finds corrupt at open is moved aside (`onRecovery` is told)
+    /// and a fresh cache started, once.
+    /// - Throws: why the cache is unavailable.
     public static func open(handle: String, directory: String, configuration: SQLiteKVCache.Configuration)
         throws(SQLiteKVCache.Error) -> CacheEngine
     {
+        func attempt() throws -> CacheEngine {
+            try CacheEngine(handle: handle, directory: directory, configuration: configuration)
+        }
         do {
-            return try CacheEngine(handle: handle, directory: directory, configuration: configuration)
+            return try attempt()
+        } catch CacheFile.OpenError.corrupt(let path, let reason) {
+            SQLiteKVCache.quarantine(path, configuration, reason: reason)
+            do {
+                return try attempt()
+            } catch CacheFile.OpenError.corrupt(_, let reason) {
+                throw .databaseUnavailable(reason: "\(path) is still corrupt after recreation: \(reason)")
+            } catch let error as SQLiteKVCache.Error {
+                throw error
+            } catch {
+                throw .databaseUnavailable(reason: "\(error)")
+            }
         } catch let error as SQLiteKVCache.Error {
             throw error
-        } catch CacheFile.OpenError.corrupt(let path, let reason) {
-            throw .databaseUnavailable(reason: "\(path) is corrupt: \(reason)")
         } catch {
             throw .databaseUnavailable(reason: "\(error)")
         }
+    }
+
+    /// Whether `error` says the file is damaged (SQLite's codes 11 and 26):
+    /// the owner should close the engine and `quarantine` the file.
+    public static func isCorruption(_ error: SQLiteKVCache.Error) -> Bool {
+        error.sqliteCode.map { SQLiteKVCache.corruptionCodes.contains($0) } ?? false
+    }
+
+    /// Closes the engine and moves its damaged file aside; open a new engine after.
+    public func closeAndQuarantine(reason: String) {
+        let configuration = file.configuration
+        file.close()
+        SQLiteKVCache.quarantine(file.path, configuration, reason: reason)
     }
 
     func nowMilliseconds() -> Int64 {

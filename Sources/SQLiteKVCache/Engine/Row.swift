@@ -94,11 +94,16 @@ public struct StoredEntry {
         self.row = row
     }
 
+    /// The entry of the reference API, with its value as bytes.
+    public init(_ entry: SQLiteKVCache.Entry) {
+        self.init(key: entry.key, row: entry.row(seq: 0))
+    }
+
     /// The bytes this entry counts against its cache's capacity.
     public var contentSize: Int { key.count + row.bodySize }
 
-    /// The entry with its value as bytes.
-    var plain: SQLiteKVCache.Entry {
+    /// The entry with its value as bytes (a live value is encoded).
+    public var plain: SQLiteKVCache.Entry {
         SQLiteKVCache.Entry(key: key, storageDate: Date(timeIntervalSince1970: row.storageDate), metadata: row.metadata,
                             value: row.value.bytes, expiresAt: row.expiresAt, kind: row.kind)
     }

@@ -55,6 +55,8 @@ public final class AppendLog {
         public var firstLSN: UInt64
         public var lastLSN: UInt64
         public var records: Int
+        /// Bytes of the segments holding them.
+        public var bytes: Int
         /// Warnings about a torn tail that was cut.
         public var warnings: [String]
     }
@@ -124,7 +126,7 @@ public final class AppendLog {
         closed = found.map(\.asSegment)
         recovery = Recovery(firstLSN: found.first(where: { $0.lastLSN >= $0.firstLSN })?.firstLSN ?? 0,
                             lastLSN: lastLSN, records: found.reduce(0) { $0 + $1.records },
-                            warnings: warnings)
+                            bytes: found.reduce(0) { $0 + $1.size }, warnings: warnings)
         syncer = LogSyncer(onSynced: onSynced)
         let sequence = (last?.sequence ?? 0) + 1
         (current, fd) = try Self.create(directory: directory, baseName: baseName, sequence: sequence, firstLSN: nextLSN)

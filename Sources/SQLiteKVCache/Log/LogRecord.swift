@@ -27,6 +27,8 @@ public enum LogOp: Equatable, Sendable {
     case put(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
              metadata: [UInt8], value: [UInt8])
     case delete(cache: String, key: [UInt8])
+    /// The expiry of a live entry set (milliseconds since 1970) or cleared (nil).
+    case expire(cache: String, key: [UInt8], at: Int64?)
     /// Every entry of `cache` removed (FLUSHDB, FLUSHALL).
     case clear(cache: String)
     /// The files of two caches exchanged (SWAPDB); the identities of the
@@ -36,7 +38,8 @@ public enum LogOp: Equatable, Sendable {
     /// The caches the op changes.
     public var caches: [String] {
         switch self {
-        case .command(let cache, _), .put(let cache, _, _, _, _, _, _), .delete(let cache, _), .clear(let cache):
+        case .command(let cache, _), .put(let cache, _, _, _, _, _, _), .delete(let cache, _), .expire(let cache, _, _),
+             .clear(let cache):
             return [cache]
         case .swap(let a, let b, _, _):
             return [a, b]
@@ -50,6 +53,7 @@ public enum LogOp: Equatable, Sendable {
         case .delete: return 3
         case .clear: return 4
         case .swap: return 5
+        case .expire: return 6
         }
     }
 }
@@ -62,6 +66,7 @@ public enum LogOp: Equatable, Sendable {
 ///               command: u32 argc, (u32 length, bytes)…
 ///               put:     key, u8 kind, f64 storageDate, u8 hasExpiry, i64 expiresAt, metadata, value
 ///               delete:  key
+///               expire:  key, u8 hasExpiry, i64 expiresAt
 ///               clear:   nothing
 ///               swap:    cache b, u64 fileA, u64 fileB
 ///     key, metadata, value = u32 length, bytes
@@ -97,6 +102,10 @@ enum LogCodec {
             appendBytes(value, to: &out)
         case .delete(_, let key):
             appendBytes(key, to: &out)
+        case .expire(_, let key, let at):
+            appendBytes(key, to: &out)
+            out.append(at == nil ? 0 : 1)
+            appendInteger(UInt64(bitPattern: at ?? 0), to: &out)
         case .clear:
             break
         case .swap(_, let b, let fileA, let fileB):
@@ -219,6 +228,11 @@ enum LogCodec {
                 return .delete(cache: cache, key: try bytes())
             case 4:
                 return .clear(cache: cache)
+            case 6:
+                let key = try bytes()
+                let has = try byte() != 0
+                let at = Int64(bitPattern: try integer(UInt64.self))
+                return .expire(cache: cache, key: key, at: has ? at : nil)
             case 5:
                 let b = try name()
                 return .swap(a: cache, b: b, fileA: try integer(UInt64.self), fileB: try integer(UInt64.self))

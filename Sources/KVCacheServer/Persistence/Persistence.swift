@@ -1,0 +1,558 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Foundation
+import SQLiteKVCache
+
+/// When the append-only log is fsynced (Redis's `appendfsync`).
+public enum AppendFsync: String, Sendable, CaseIterable {
+    /// Before the replies to the writes are sent (group commit: the fsync
+    /// runs off the loop thread while other clients are served).
+    case always
+    /// Once a second, off the loop thread.
+    case everysec
+    /// When the kernel decides.
+    case no
+}
+
+/// Redis's persistence as this server keeps it (Redis's `aof.c`, and the
+/// part of `rdb.c` a user sees). With `appendonly yes`, every command that
+/// changes a cache becomes one record of the append-only log, written
+/// before its reply leaves (`beforeReplies`); with `appendfsync always`
+/// the reply also waits for the fsync. The caches' changes stay in memory
+/// (each engine's memtable) until a seal hands them, as one job for every
+/// cache at one log position, to the writer thread, which applies them to
+/// SQLite; then the log segments they cover are deleted. With
+/// `appendonly no` there is no log, and changes reach SQLite within about
+/// a second.
+///
+/// What a record holds (`LogOp`): the effect of the command on each cache
+/// it touched (a whole entry stored, a delete, an expiry, a clear, a
+/// swap), collected from the key-access layer as it happens; a MULTI/EXEC
+/// is one record. Expiry and eviction are not logged: a replay at each
+/// record's time expires the same keys, and a cache over capacity evicts
+/// again.
+///
+/// Loop-thread only, except the two background threads it owns (the
+/// writer and the log's fsync), which wake the loop through `wakeFD`.
+final class Persistence {
+    private unowned let server: Server
+    private(set) var log: AppendLog?
+    let writer: BatchWriter
+    /// An eventfd the background threads write to; the loop polls it.
+    let wakeFD: Int32
+
+    // The record being built.
+    private var commandOps: [LogOp] = []
+    private var transactionOps: [LogOp] = []
+    private var transactionDepth = 0
+    /// Set while replaying the log: nothing is recorded.
+    private(set) var replaying = false
+
+    // Seals and the writer.
+    private var inFlight: (job: WriterJob, parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)],
+                           exchanging: Bool)?
+    private var lastSeal: Int64 = 0
+    /// A seal was asked for (SAVE, BGSAVE, BGREWRITEAOF, a full memtable).
+    private var sealRequested = false
+    /// Engines to move to the files of the names they serve (after SWAPDB).
+    private var exchangesPending = false
+    /// A write to the log failed: writes are refused until one succeeds.
+    private(set) var logWriteFailing = false
+
+    // What INFO persistence reports.
+    private(set) var changes = 0
+    private var changesAtSeal = 0
+    private(set) var changesSinceLastSave = 0
+    private(set) var lastSaveTime: Int64
+    private(set) var lastSaveOK = true
+    private(set) var saves = 0
+    private(set) var rewriteRequested = false
+    private(set) var rewrites = 0
+    private(set) var lastJobSeconds = 0.0
+    private(set) var failedJobs = 0
+    /// Engines whose last batch failed.
+    private var failing: Set<ObjectIdentifier> = []
+
+    // Loading.
+    private var reader: AppendLog.Reader?
+    private(set) var loadingStarted: Int64 = 0
+    private(set) var loadedRecords = 0
+    private(set) var recordsToLoad = 0
+
+    /// How often a seal happens when something changed (milliseconds).
+    static let sealInterval: Int64 = 1000
+    /// A seal also happens once this many bytes of changes wait (a bound
+    /// on how large one transaction of the writer gets).
+    static let sealBytes = 64 << 20
+
+    init(server: Server, config: ServerConfig) throws {
+        self.server = server
+        let fd = eventfd(0, kv_EFD_NONBLOCK | kv_EFD_CLOEXEC)
+        guard fd >= 0 else { throw SystemError(function: "eventfd", errno: errno) }
+        wakeFD = fd
+        let wake: @Sendable () -> Void = {
+            var one: UInt64 = 1
+            _ = withUnsafeBytes(of: &one) { Glibc.write(fd, $0.baseAddress, 8) }
+        }
+        writer = BatchWriter(niceness: Int32(config.writerNice), onFinished: wake)
+        lastSaveTime = Server.nowMilliseconds() / 1000
+        if config.appendOnly {
+            log = try Self.openLog(config, wake: wake, logger: server.logger)
+            if let recovery = log?.recovery, recovery.records > 0 {
+                reader = log?.makeReader()
+                recordsToLoad = recovery.records
+                loadingStarted = Server.nowMilliseconds()
+            }
+        }
+    }
+
+    deinit { Glibc.close(wakeFD) }
+
+    private static func openLog(_ config: ServerConfig, wake: @escaping @Sendable () -> Void, logger: Logger) throws -> AppendLog {
+        let directory = config.dir + "/" + config.appendDirName
+        do {
+            let log = try AppendLog(directory: directory, baseName: config.appendFileName,
+                                    loadTruncated: config.aofLoadTruncated, onSynced: wake)
+            for warning in log.recovery.warnings { logger.warning(warning) }
+            return log
+        } catch let failure as AppendLog.Failure {
+            if case .corrupt(let path, let offset, _) = failure {
+                throw ConfigError("\(failure). The log after that point cannot be replayed; to start anyway, "
+                    + "keep a copy of \(path), then run `kvcache-server --check-aof --fix \(path)` to truncate it "
+                    + "at offset \(offset) (losing the records after it)")
+            }
+            throw ConfigError("\(failure)")
+        }
+    }
+
+    /// Whether the log is being replayed (commands get -LOADING).
+    var loading: Bool { reader != nil }
+
+    // MARK: Recording changes
+
+    /// Records one change a command made (called by the key-access layer).
+    func record(_ op: LogOp) {
+        guard !replaying else { return }
+        changes += 1
+        guard log != nil else { return }
+        commandOps.append(op)
+    }
+
+    /// Starts a MULTI/EXEC: the commands' changes become one record.
+    func beginTransaction() { transactionDepth += 1 }
+
+    /// Ends a MULTI/EXEC, appending its record.
+    /// - Returns: the record's position, or nil when nothing changed.
+    @discardableResult
+    func endTransaction() -> UInt64? {
+        transactionDepth -= 1
+        guard transactionDepth == 0, !transactionOps.isEmpty, let log else { return nil }
+        defer { transactionOps.removeAll(keepingCapacity: true) }
+        return log.append(time: Server.nowMilliseconds(), ops: transactionOps)
+    }
+
+    /// Ends a command: appends its record (stamped now) unless inside a transaction.
+    /// - Returns: the record's position, or nil when nothing was recorded.
+    @discardableResult
+    func commandFinished() -> UInt64? {
+        guard !commandOps.isEmpty, let log else { return nil }
+        defer { commandOps.removeAll(keepingCapacity: true) }
+        if transactionDepth > 0 {
+            transactionOps.append(contentsOf: commandOps)
+            return nil
+        }
+        return log.append(time: Server.nowMilliseconds(), ops: commandOps)
+    }
+
+    /// Why writes are refused now, if they are: the log cannot be written.
+    var writeRefusal: ReplyError? {
+        guard logWriteFailing, let log else { return nil }
+        return ReplyError("MISCONF Errors writing to the AOF file: \(String(cString: strerror(log.writeError ?? EIO)))")
+    }
+
+    // MARK: Before replies
+
+    /// Writes the iteration's records (one write(2)), and for `always` asks
+    /// for their fsync. Called before replies are sent.
+    /// - Returns: the last position written (replies to records past the
+    ///   position the syncer reports must wait under `always`).
+    func beforeReplies() {
+        guard let log, log.pendingBytes > 0 else { return }
+        if log.flush() {
+            if logWriteFailing {
+                server.logger.notice("AOF write error looks solved, Redis can write again.")
+                logWriteFailing = false
+            }
+            if server.config.appendFsync == .always { log.requestSync() }
+        } else if !logWriteFailing {
+            logWriteFailing = true
+            server.logger.warning("Error writing to the AOF file: \(String(cString: strerror(log.writeError ?? EIO)))")
+        }
+    }
+
+    /// The last position whose replies may be sent: under `appendfsync
+    /// always`, the last one fsynced; otherwise every one (a record is
+    /// acknowledged once appended, even while a failing write retries it,
+    /// as Redis does under everysec).
+    var syncedLSN: UInt64 {
+        guard let log, server.config.appendFsync == .always else { return .max }
+        return log.syncer.syncedLSN
+    }
+
+    /// The last position appended.
+    var lastLSN: UInt64 { log?.lastLSN ?? 0 }
+
+    // MARK: Seals
+
+    /// Bytes of changes not yet in SQLite, over every open cache.
+    var unappliedBytes: Int {
+        server.registry.open.values.reduce(0) { $0 + ($1.engine?.unappliedBytes ?? 0) }
+    }
+
+    /// Whether writes must wait for the writer (the memtables are full).
+    var memtableFull: Bool { unappliedBytes >= server.config.memtableMaxBytes }
+
+    /// Once per loop iteration: asks for the fsync of `everysec`, and seals
+    /// when a second has passed, enough bytes wait, or a seal was asked for.
+    func periodic(now: Int64) {
+        if let log, server.config.appendFsync == .everysec, log.writtenLSN > log.syncer.syncedLSN,
+           now - lastSyncRequest >= 1000 {
+            lastSyncRequest = now
+            log.requestSync()
+        }
+        guard inFlight == nil, !loading else { return }
+        let waiting = unappliedBytes
+        if sealRequested || exchangesPending || waiting >= Self.sealBytes
+            || (now - lastSeal >= Self.sealInterval && (waiting > 0 || pendingClearsOrChanges)) {
+            seal(now: now)
+        }
+    }
+    private var lastSyncRequest: Int64 = 0
+
+    /// Whether some engine has changes to seal (a clear, a policy change)
+    /// even though no bytes wait.
+    private var pendingClearsOrChanges: Bool {
+        server.registry.open.values.contains { ($0.engine?.changedCount ?? 0) > 0 } || changes != changesAtSeal
+    }
+
+    /// Seals every open cache's changes into one job at the log's current
+    /// position and hands it to the writer. One job at a time.
+    /// - Returns: whether a job was submitted.
+    @discardableResult
+    func seal(now: Int64 = Server.nowMilliseconds()) -> Bool {
+        guard inFlight == nil else { return false }
+        lastSeal = now
+        sealRequested = false
+        let lsn = log?.lastLSN ?? 0
+        do {
+            try log?.rotate()
+        } catch {
+            server.logger.warning("Can't start a new AOF segment: \(error)")
+        }
+        var parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)] = []
+        for cache in server.registry.open.values {
+            guard let engine = cache.engine, let batch = engine.seal(lsn: lsn) else { continue }
+            parts.append((cache, engine, batch))
+        }
+        let exchanging = exchangesPending ? server.registry.misplacedEngines() : []
+        exchangesPending = false
+        changesAtSeal = changes
+        guard !parts.isEmpty || !exchanging.isEmpty else {
+            // Nothing waits in memory: every record so far is in the files.
+            log?.retire(upTo: lsn)
+            changesSinceLastSave = 0
+            return false
+        }
+        let job = WriterJob(lsn: lsn, batches: parts.map(\.batch), truncatingWALOf: exchanging)
+        inFlight = (job, parts, !exchanging.isEmpty)
+        writer.submit(job)
+        return true
+    }
+
+    /// Asks for a seal at the next chance (BGSAVE, BGREWRITEAOF).
+    func requestSeal(rewrite: Bool = false) {
+        sealRequested = true
+        if rewrite { rewriteRequested = true }
+    }
+
+    /// A SWAPDB left engines serving names whose files they do not own yet.
+    func noteExchangePending() { exchangesPending = true }
+
+    /// Whether a job is with the writer.
+    var busy: Bool { inFlight != nil }
+
+    // MARK: Wake-ups
+
+    /// Drains the eventfd, takes the writer's finished jobs back and
+    /// releases the replies the syncer has caught up with.
+    func handleWake() {
+        var value: UInt64 = 0
+        _ = withUnsafeMutableBytes(of: &value) { Glibc.read(wakeFD, $0.baseAddress, 8) }
+        collectFinished()
+        server.releaseRepliesSynced(upTo: syncedLSN)
+    }
+
+    /// Completes the jobs the writer finished.
+    func collectFinished() {
+        for job in writer.takeFinished() {
+            guard let current = inFlight, current.job === job else { continue }
+            inFlight = nil
+            lastJobSeconds = job.finished.map { $0.timeIntervalSince(job.submitted) } ?? 0
+            var failed = false
+            for part in current.parts {
+                part.engine.complete(part.batch, onFailure: .retry)
+                guard let error = part.batch.error else { continue }
+                failed = true
+                server.stats.failedCommits += 1
+                server.logger.warning("Writing cache '\(part.batch.handle)' to SQLite failed: \(error); "
+                    + "its changes stay in memory and are tried again")
+                if CacheEngine.isCorruption(error) { server.registry.recoverCorrupt(part.cache, reason: "\(error)") }
+            }
+            for part in current.parts where part.batch.error == nil && failing.remove(ObjectIdentifier(part.engine)) != nil {
+                server.logger.notice("Writes to cache '\(part.batch.handle)' reach SQLite again")
+            }
+            for part in current.parts where part.batch.error != nil { failing.insert(ObjectIdentifier(part.engine)) }
+            if current.exchanging { server.registry.exchangeMisplacedFiles() }
+            if failed {
+                failedJobs += 1
+                lastSaveOK = false
+                continue
+            }
+            lastSaveOK = true
+            saves += 1
+            lastSaveTime = Server.nowMilliseconds() / 1000
+            changesSinceLastSave = changes - changesAtSeal
+            if rewriteRequested {
+                rewriteRequested = false
+                rewrites += 1
+            }
+            let everyCacheCaughtUp = !server.registry.open.values.contains { $0.engine?.lastFailure != nil }
+            if everyCacheCaughtUp { log?.retire(upTo: job.lsn) }
+        }
+    }
+
+    /// Applies everything in memory to SQLite now, waiting for the writer
+    /// (SAVE, DEBUG RELOAD, shutdown). Bounded by `seconds`.
+    /// - Returns: whether every change reached SQLite.
+    @discardableResult
+    func applyAll(within seconds: Double = .infinity) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        beforeReplies()
+        while Date() < deadline {
+            if inFlight == nil && !seal() {
+                return !server.registry.open.values.contains { $0.engine?.lastFailure != nil }
+            }
+            writer.waitUntilIdle()
+            collectFinished()
+            if let job = inFlight?.job, job.finished == nil { continue }
+            if server.registry.open.values.contains(where: { $0.engine?.lastFailure != nil }) { return false }
+        }
+        return false
+    }
+
+    // MARK: INFO
+
+    /// INFO's persistence section: Redis 7.0's fields, meaning the nearest
+    /// true thing here (a "save" is a batch applied to SQLite; an AOF
+    /// rewrite is applying everything and cutting the log), then this
+    /// server's own.
+    func infoLines() -> [String] {
+        let now = Server.nowMilliseconds()
+        let jobSeconds = inFlight.map { Int(Date().timeIntervalSince($0.job.submitted)) } ?? -1
+        var lines = [
+            "loading:\(loading ? 1 : 0)",
+            "async_loading:0",
+        ]
+        if loading {
+            let percent = recordsToLoad > 0 ? Double(loadedRecords) * 100 / Double(recordsToLoad) : 0
+            let elapsed = Double(now - loadingStarted) / 1000
+            let eta = loadedRecords > 0 ? Int(elapsed * Double(recordsToLoad - loadedRecords) / Double(loadedRecords)) : 1
+            lines += [
+                "loading_start_time:\(loadingStarted / 1000)",
+                "loading_total_bytes:\(log?.recovery.bytes ?? 0)",
+                "loading_rdb_used_mem:0",
+                "loading_loaded_bytes:\(Int(Double(log?.recovery.bytes ?? 0) * percent / 100))",
+                "loading_loaded_perc:\(String(format: "%.2f", percent))",
+                "loading_eta_seconds:\(eta)",
+            ]
+        }
+        lines += [
+            "current_cow_peak:0",
+            "current_cow_size:0",
+            "current_cow_size_age:0",
+            "current_fork_perc:0.00",
+            "current_save_keys_processed:0",
+            "current_save_keys_total:0",
+            "rdb_changes_since_last_save:\(changes - changesAtSeal + (inFlight == nil ? 0 : changesSinceLastSave))",
+            "rdb_bgsave_in_progress:\(inFlight == nil ? 0 : 1)",
+            "rdb_last_save_time:\(lastSaveTime)",
+            "rdb_last_bgsave_status:\(lastSaveOK ? "ok" : "err")",
+            "rdb_last_bgsave_time_sec:\(saves > 0 ? Int(lastJobSeconds.rounded()) : -1)",
+            "rdb_current_bgsave_time_sec:\(jobSeconds)",
+            "rdb_saves:\(saves)",
+            "rdb_last_cow_size:0",
+            "rdb_last_load_keys_expired:0",
+            "rdb_last_load_keys_loaded:\(loadedRecords)",
+            "aof_enabled:\(log == nil ? 0 : 1)",
+            "aof_rewrite_in_progress:\(rewriteRequested && inFlight != nil ? 1 : 0)",
+            "aof_rewrite_scheduled:\(rewriteRequested && inFlight == nil ? 1 : 0)",
+            "aof_last_rewrite_time_sec:\(rewrites > 0 ? Int(lastJobSeconds.rounded()) : -1)",
+            "aof_current_rewrite_time_sec:\(rewriteRequested ? jobSeconds : -1)",
+            "aof_last_bgrewrite_status:ok",
+            "aof_rewrites:\(rewrites)",
+            "aof_rewrites_consecutive_failures:0",
+            "aof_last_write_status:\(logWriteFailing ? "err" : "ok")",
+            "aof_last_cow_size:0",
+            "module_fork_in_progress:0",
+            "module_fork_last_cow_size:0",
+        ]
+        if let log {
+            lines += [
+                "aof_current_size:\(log.size)",
+                "aof_base_size:0",
+                "aof_pending_rewrite:0",
+                "aof_buffer_length:\(log.pendingBytes)",
+                "aof_pending_bio_fsync:\(log.writtenLSN > log.syncer.syncedLSN ? 1 : 0)",
+                "aof_delayed_fsync:0",
+            ]
+        }
+        let unapplied = unappliedBytes
+        lines += [
+            "storage:sqlite",
+            "appendfsync:\(server.config.appendFsync.rawValue)",
+            "aof_segments:\(log?.segmentCount ?? 0)",
+            "aof_last_lsn:\(log?.lastLSN ?? 0)",
+            "aof_fsynced_lsn:\(log?.syncer.syncedLSN ?? 0)",
+            "aof_fsyncs:\(log?.syncer.count ?? 0)",
+            "memtable_bytes:\(unapplied)",
+            "memtable_max_bytes:\(server.config.memtableMaxBytes)",
+            "memtable_used_perc:\(String(format: "%.2f", Double(unapplied) * 100 / Double(max(1, server.config.memtableMaxBytes))))",
+            "writer_jobs_in_flight:\(inFlight == nil ? 0 : 1)",
+            "writer_batches_applied:\(writer.progress.batches)",
+            "writer_busy_seconds:\(String(format: "%.3f", writer.progress.seconds))",
+            "writer_failed_jobs:\(failedJobs)",
+            "writer_paused:\(writer.isPaused ? 1 : 0)",
+        ]
+        return lines
+    }
+
+    // MARK: Shutdown and settings
+
+    /// Fsyncs what the log holds, now, on this thread.
+    func syncLogNow() {
+        guard let log else { return }
+        log.requestSync()
+        while log.syncer.syncedLSN < log.writtenLSN && log.syncer.syncError == nil { usleep(1000) }
+    }
+
+    /// Turns the log on (a new log from here on: the caches' files hold
+    /// everything before) or off (everything is applied, then the log is
+    /// removed), as CONFIG SET appendonly does.
+    /// - Throws: `ConfigError` when the log cannot be opened.
+    func setAppendOnly(_ on: Bool, config: ServerConfig) throws {
+        if on {
+            guard log == nil else { return }
+            applyAll()
+            let wake: @Sendable () -> Void = { [fd = wakeFD] in
+                var one: UInt64 = 1
+                _ = withUnsafeBytes(of: &one) { Glibc.write(fd, $0.baseAddress, 8) }
+            }
+            let opened = try Self.openLog(config, wake: wake, logger: server.logger)
+            for engine in server.registry.open.values.compactMap(\.engine) { opened.ensureNextLSN(above: engine.appliedLSN) }
+            log = opened
+        } else if let log {
+            beforeReplies()
+            let applied = applyAll()
+            log.close(empty: applied)
+            self.log = nil
+        }
+    }
+
+    /// Applies what memory holds (within `seconds` when the log keeps the
+    /// rest), fsyncs and closes the log, stops the threads.
+    func shutdown(seconds: Double) {
+        reader = nil
+        let applied = applyAll(within: log == nil ? .infinity : seconds)
+        if !applied {
+            server.logger.warning("Not every change reached SQLite before shutdown: the append-only log keeps them "
+                + "and the next start replays it")
+        }
+        log?.close(empty: applied && !server.registry.open.values.contains { $0.engine?.unappliedBytes ?? 0 > 0 })
+        writer.stop()
+    }
+
+    // MARK: Replay
+
+    /// Replays records for about `budget` milliseconds (called each loop
+    /// iteration while loading, so clients meanwhile get -LOADING).
+    func replayStep(budget: Int64) throws {
+        guard var current = reader else { return }
+        let deadline = Server.nowMilliseconds() + budget
+        replaying = true
+        defer { replaying = false }
+        var done = false
+        while Server.nowMilliseconds() < deadline {
+            guard let record = try current.next() else {
+                done = true
+                break
+            }
+            replay(record)
+            loadedRecords += 1
+        }
+        reader = done ? nil : current
+        if done {
+            let seconds = Double(Server.nowMilliseconds() - loadingStarted) / 1000
+            server.logger.notice("DB loaded from append only file: \(String(format: "%.3f", seconds)) seconds "
+                + "(\(loadedRecords) records)")
+            sealRequested = true
+        }
+    }
+
+    /// Applies one record's ops to the caches that do not hold it yet.
+    private func replay(_ record: LogRecord) {
+        for op in record.ops {
+            do {
+                try replay(op, lsn: record.lsn)
+            } catch {
+                server.logger.warning("Replaying record \(record.lsn) of the append-only log: \(error)")
+            }
+        }
+    }
+
+    private func replay(_ op: LogOp, lsn: UInt64) throws {
+        let registry = server.registry
+        func engine(_ name: String) throws -> CacheEngine? {
+            let cache = try registry.cache(named: name)
+            guard let engine = cache.engine else { throw ReplyError.engine(cache.openError!) }
+            return engine.appliedLSN < lsn ? engine : nil  // the file holds it already
+        }
+        switch op {
+        case .put(let cache, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
+            try engine(cache)?.put(StoredEntry(key: key, row: Row(storageDate: storageDate, expiresAt: expiresAt,
+                                                                    kind: kind, metadata: metadata, value: .bytes(value))))
+        case .delete(let cache, let key):
+            try engine(cache)?.delete(key)
+        case .expire(let cache, let key, let at):
+            _ = try engine(cache)?.setExpiry(key, at)
+        case .clear(let cache):
+            try engine(cache)?.clear()
+        case .swap(let a, let b, let fileA, let fileB):
+            let first = try registry.cache(named: a), second = try registry.cache(named: b)
+            guard let x = first.engine, let y = second.engine else { return }
+            if x.fileID == fileA && y.fileID == fileB {
+                registry.swapEngines(first, second)
+                noteExchangePending()
+            }
+            // Otherwise the files were exchanged already.
+        case .command(let cache, let args):
+            server.replayCommand(args, in: try registry.cache(named: cache), lsn: lsn)
+        }
+    }
+
+    /// A cache was opened: log positions from now on must be above what its file holds.
+    func cacheOpened(_ engine: CacheEngine) {
+        log?.ensureNextLSN(above: engine.appliedLSN)
+    }
+}
