@@ -683,7 +683,8 @@ def md(text: str) -> str:
 
 
 def code(text: str) -> str:
-    text = text.replace("`", "'").replace("|", "\\|")
+    """A code span for a list item (not a table cell: there `|` would need escaping)."""
+    text = text.replace("`", "'")
     return f"`{text}`" if text else ""
 
 
@@ -739,8 +740,13 @@ Useful options:
 - `--write-doc [PATH]`: regenerate this page (default `docs/redis-tests.md`).
 - `--redis-results JSON`: take Redis's outcomes from an earlier `--json` file
   instead of running redis-server again (halves the time).
+- `--from-json JSON`: run nothing; print the table, `--write-doc` and
+  `--min-percent` from an earlier `--json` file.
 - `--min-percent N`: exit 1 when kvcache passes fewer than N% of the tests
   that pass on Redis, over all files run (for CI).
+- `--skiptest NAME` (repeatable; a name or `/regexp`): skip a test on both
+  servers. The tests under "What is left out" are skipped unless
+  `--no-default-skips`.
 - `--durable`: pass `--durable` to the helper, so an exception fails one test
   instead of stopping the file (not how the table below is measured).
 - `--log-dir DIR`: where the helper's output and the server logs of each
@@ -909,12 +915,35 @@ def parse_args(argv: list[str]):
     p.add_argument("--min-percent", type=float, default=0.0,
                    help="exit 1 when kvcache passes fewer than this %% of Redis's passing tests")
     p.add_argument("--log-dir", type=Path, help="keep the helper output and server logs here")
+    p.add_argument("--from-json", type=Path,
+                   help="run nothing: print the table, --write-doc and --min-percent from an earlier --json")
     p.add_argument("--keep-data", action="store_true", help="keep each server's data directory")
     return p.parse_args(argv)
 
 
+def report(data: dict, args) -> int:
+    """Prints the table, writes what was asked for; the exit status of --min-percent."""
+    tot = data["total"]
+    print_table(data["files"], tot)
+    if args.json and not args.from_json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    if args.write_doc:
+        args.write_doc.parent.mkdir(parents=True, exist_ok=True)
+        args.write_doc.write_text(render_doc(data))
+        print(f"wrote {args.write_doc}")
+    if tot["percent"] is not None and tot["percent"] < args.min_percent:
+        print(f"kvcache passes {pct(tot['percent'])} of Redis's passing tests, "
+              f"under --min-percent {args.min_percent}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        return report(json.loads(args.from_json.read_text()), args)
     units = [normalize_unit(u) for u in args.units] or list(DEFAULT_UNITS)
     started = time.monotonic()
     try:
@@ -1004,21 +1033,9 @@ def main(argv: list[str]) -> int:
         "total": tot,
         "files": files,
     }
-    print_table(files, tot)
-    print(f"\nruntime {fmt_secs(runtime)}; logs in {logdir}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {args.json}")
-    if args.write_doc:
-        args.write_doc.parent.mkdir(parents=True, exist_ok=True)
-        args.write_doc.write_text(render_doc(data))
-        print(f"wrote {args.write_doc}")
-    if tot["percent"] is not None and tot["percent"] < args.min_percent:
-        print(f"kvcache passes {pct(tot['percent'])} of Redis's passing tests, "
-              f"under --min-percent {args.min_percent}", file=sys.stderr)
-        return 1
-    return 0
+    status = report(data, args)
+    print(f"runtime {fmt_secs(runtime)}; logs in {logdir}")
+    return status
 
 
 def redis_result_from(prev: dict) -> dict:
