@@ -76,6 +76,10 @@ class SetupError(Exception):
     """The run cannot be made: the message says what to do."""
 
 
+class PortTaken(Exception):
+    """The server could not bind its port: another process took it first."""
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -251,7 +255,7 @@ def ping(port: int, timeout: float = 3.0) -> bool:
 class Server:
     """One fresh server process on a free loopback port with its own directory."""
 
-    def __init__(self, kind: str, argv_base: list[str], workdir: Path):
+    def __init__(self, kind: str, argv_base: list[str], workdir: Path, extra: list[str]):
         self.kind = kind
         self.dir = workdir / "data"
         self.dir.mkdir(parents=True)
@@ -264,10 +268,10 @@ class Server:
                           "--enable-module-command", "yes", "--logfile", ""]
         else:
             self.argv += ["--enable-debug-command", "yes"]
+        self.argv += extra
         self.proc: subprocess.Popen | None = None
 
-    def start(self, extra: list[str], wait: float = 30.0) -> None:
-        self.argv += extra
+    def start(self, wait: float = 30.0) -> None:
         logf = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
@@ -275,6 +279,8 @@ class Server:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if re.search(r"already in use|Address in use", self.log_tail(), re.I):
+                    raise PortTaken()
                 raise SetupError(f"{self.kind} server exited at start (status {self.proc.returncode}):\n"
                                  f"  {shlex.join(self.argv)}\n" + self.log_tail())
             if ping(self.port, 1.0):
@@ -303,15 +309,30 @@ class Server:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def stop(self) -> None:
+    def new_port(self) -> None:
+        self.port = free_port()
+        i = self.argv.index("--port")
+        self.argv[i + 1] = str(self.port)
+
+    def stop(self) -> str | None:
+        """SIGTERM, then SIGKILL after 10 s; what went wrong on the way, if anything."""
         if self.proc is None or self.proc.poll() is not None:
-            return
+            return None
         self.proc.send_signal(signal.SIGTERM)
         try:
-            self.proc.wait(10)
+            rc = self.proc.wait(10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            # The whole process group: it is the server's own session, so a
+            # wrapper script's children go too.
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.proc.wait(10)
+            return "did not exit within 10 s of SIGTERM (killed with SIGKILL)"
+        if rc != 0:
+            return f"{self.exit_status()} after SIGTERM"
+        return None
 
 
 # ---------------------------------------------------------------- the helper
@@ -497,25 +518,37 @@ def run_file(kind: str, unit: str, tree: Path, args, logdir: Path) -> dict:
     """Runs `unit` against a fresh server of `kind`; the parsed result and how it ended."""
     workdir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=logdir))
     if kind == "redis":
-        server = Server(kind, [args.redis_server], workdir)
-        extra = shlex.split(args.redis_args)
+        server = Server(kind, [args.redis_server], workdir, shlex.split(args.redis_args))
     else:
-        server = Server(kind, [str(args.kvcache)], workdir)
-        extra = shlex.split(args.kvcache_args)
+        server = Server(kind, [str(args.kvcache)], workdir, shlex.split(args.kvcache_args))
     out_path = workdir / "helper.out"
+    shutdown = None
     try:
-        server.start(extra)
+        for attempt in range(3):
+            try:
+                server.start()
+                break
+            except PortTaken:
+                # Another process took the free port first: a new port, once more.
+                server.stop()
+                server.new_port()
+        else:
+            raise SetupError(f"{kind} server could not bind a free port three times:\n"
+                             + server.log_tail())
         text, seconds, killed = run_helper(tree, server.port, unit, args, out_path)
         dead = server.exit_status()
         alive = dead is None and ping(server.port, 5.0)
     finally:
-        server.stop()
+        shutdown = server.stop()
         if not args.keep_data:
             shutil.rmtree(server.dir, ignore_errors=True)
     res = parse_output(text)
     res["seconds"] = round(seconds, 1)
     res["log_dir"] = str(workdir)
     res["stop"] = describe_stop(res, killed, dead, alive, server, args)
+    if shutdown:
+        # A clean SIGTERM shutdown is part of what a file checks, run to its end or not.
+        res["shutdown"] = shutdown
     return res
 
 
@@ -640,7 +673,8 @@ def summary_of(res: dict) -> dict:
     counts: dict[str, int] = {}
     for t in res["tests"]:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
-    out = {k: res[k] for k in ("completed", "seconds", "stop", "block_errors", "log_dir") if k in res}
+    out = {k: res[k] for k in ("completed", "seconds", "stop", "block_errors", "log_dir", "shutdown")
+           if k in res}
     out["counts"] = counts
     if res.get("exception"):
         out["exception_text"] = res["exception"]["text"][:6000]
@@ -792,8 +826,11 @@ def render_doc(data: dict) -> str:
              f"**{pct(tot['percent'])}** | |")
     o.append("")
     crashes = [f for f in files if (f["kvcache"].get("stop") or {}).get("kind") in ("crash", "hang")]
-    if crashes:
+    bad_exits = [f for f in files if f["kvcache"].get("shutdown")]
+    if crashes or bad_exits:
         o.append("## Crashes and hangs\n")
+        for f in bad_exits:
+            o.append(f"- **{f['file']}**: after the file, kvcache-server {md(f['kvcache']['shutdown'])}.")
         for f in crashes:
             s = f["kvcache"]["stop"]
             o.append(f"- **{f['file']}**: {md(blocker_text(s))}"
