@@ -43,9 +43,10 @@ final class Persistence {
     /// An eventfd the background threads write to; the loop polls it.
     let wakeFD: Int32
 
-    // The record being built.
-    private var commandOps: [LogOp] = []
-    private var transactionOps: [LogOp] = []
+    // The record being built: its ops, encoded, for the running command or
+    // the whole MULTI/EXEC.
+    private var recordOps: [UInt8] = []
+    private var recordOpCount = 0
     private var transactionDepth = 0
     /// Set while replaying the log: nothing is recorded.
     private(set) var replaying = false
@@ -137,7 +138,8 @@ final class Persistence {
         guard !replaying else { return }
         changes += 1
         guard log != nil else { return }
-        commandOps.append(op)
+        op.encode(into: &recordOps)
+        recordOpCount += 1
     }
 
     /// Starts a MULTI/EXEC: the commands' changes become one record.
@@ -148,22 +150,24 @@ final class Persistence {
     @discardableResult
     func endTransaction() -> UInt64? {
         transactionDepth -= 1
-        guard transactionDepth == 0, !transactionOps.isEmpty, let log else { return nil }
-        defer { transactionOps.removeAll(keepingCapacity: true) }
-        return log.append(time: Server.nowMilliseconds(), ops: transactionOps)
+        return transactionDepth == 0 ? appendRecord() : nil
     }
 
     /// Ends a command: appends its record (stamped now) unless inside a transaction.
     /// - Returns: the record's position, or nil when nothing was recorded.
     @discardableResult
     func commandFinished() -> UInt64? {
-        guard !commandOps.isEmpty, let log else { return nil }
-        defer { commandOps.removeAll(keepingCapacity: true) }
-        if transactionDepth > 0 {
-            transactionOps.append(contentsOf: commandOps)
-            return nil
+        transactionDepth > 0 ? nil : appendRecord()
+    }
+
+    /// Appends the ops recorded so far as one record.
+    private func appendRecord() -> UInt64? {
+        guard recordOpCount > 0, let log else { return nil }
+        defer {
+            recordOps.removeAll(keepingCapacity: recordOps.capacity <= 1 << 20)
+            recordOpCount = 0
         }
-        return log.append(time: Server.nowMilliseconds(), ops: commandOps)
+        return log.append(time: Server.nowMilliseconds(), opCount: recordOpCount, encodedOps: recordOps)
     }
 
     /// Why writes are refused now, if they are: the log cannot be written.

@@ -18,11 +18,11 @@ extension CacheEngine {
         if !fileVoid { (fileRows, fileEnded) = try file.scanPage(from: start, limit: limit) }
         let memory = table.unapplied(from: start, limit: limit)
         // Both lists are complete up to `bound` (a 64-bit prefix): the file's
-        // up to its last row's prefix, memory's up to the end of the 16-bit
+        // up to its last row's prefix, memory's up to the end of the 12-bit
         // bucket it stopped in.
         var bound = UInt64.max
         if !fileEnded, let last = fileRows.last { bound = last.digest.w0 }
-        if memory.count >= limit, let last = memory.last { bound = min(bound, last.digest.w0 | 0x0000_FFFF_FFFF_FFFF) }
+        if memory.count >= limit, let last = memory.last { bound = min(bound, last.digest.w0 | (UInt64.max >> UInt64(KeyTable.indexBits))) }
         let done = bound == .max && fileEnded && memory.count < limit
 
         func live(_ row: Row?) -> Bool {

@@ -68,9 +68,11 @@ final class KeyTable {
     private var hand = 0
     /// Slots changed since the last seal, in the order they first changed.
     private(set) var changed: [KeySlot] = []
-    /// Unapplied slots by the top 16 bits of their digest, so a scan finds
-    /// those in its digest range without sorting them all.
-    private var unappliedIndex: [UInt16: [KeySlot]] = [:]
+    /// Unapplied slots by the top 12 bits of their digest, so a scan finds
+    /// those in its digest range without sorting them all (allocated at the
+    /// first change).
+    private var unappliedIndex: [[KeySlot]] = []
+    static let indexBits = 12
     private(set) var unappliedCount = 0
 
     /// Bookkeeping per slot beyond its content: the dictionary entry, the
@@ -190,7 +192,7 @@ final class KeyTable {
         slots.removeAll()
         ring.removeAll()
         changed.removeAll()
-        unappliedIndex.removeAll()
+        unappliedIndex = []
         unappliedCount = 0
         hand = 0
         cleanBytes = 0
@@ -244,33 +246,34 @@ final class KeyTable {
 
     // MARK: The unapplied slots, by digest range
 
-    private static func bucket(_ digest: KeyDigest) -> UInt16 { UInt16(truncatingIfNeeded: digest.w0 >> 48) }
+    private static func bucket(_ digest: KeyDigest) -> Int { Int(digest.w0 >> UInt64(64 - indexBits)) }
 
     private func index(_ slot: KeySlot) {
+        if unappliedIndex.isEmpty { unappliedIndex = Array(repeating: [], count: 1 << Self.indexBits) }
         slot.indexed = true
-        unappliedIndex[Self.bucket(slot.digest), default: []].append(slot)
+        unappliedIndex[Self.bucket(slot.digest)].append(slot)
         unappliedCount += 1
     }
 
     private func unindex(_ slot: KeySlot) {
         let bucket = Self.bucket(slot.digest)
-        guard var slots = unappliedIndex[bucket], let at = slots.firstIndex(where: { $0 === slot }) else { return }
-        slots.swapAt(at, slots.count - 1)
-        slots.removeLast()
-        unappliedIndex[bucket] = slots.isEmpty ? nil : slots
+        guard !unappliedIndex.isEmpty, let at = unappliedIndex[bucket].firstIndex(where: { $0 === slot }) else { return }
+        unappliedIndex[bucket].swapAt(at, unappliedIndex[bucket].count - 1)
+        unappliedIndex[bucket].removeLast()
         slot.indexed = false
         unappliedCount -= 1
     }
 
     /// The unapplied slots whose digest is at or after `start`, in digest
     /// order, until `limit` are found and then to the end of that one's
-    /// 16-bit bucket.
+    /// 12-bit bucket.
     func unapplied(from start: KeyDigest, limit: Int) -> [KeySlot] {
         var found: [KeySlot] = []
         guard unappliedCount > 0 else { return found }
-        var bucket = Int(Self.bucket(start))
-        while bucket <= Int(UInt16.max) && found.count < limit {
-            if let slots = unappliedIndex[UInt16(bucket)] {
+        var bucket = Self.bucket(start)
+        while bucket < unappliedIndex.count && found.count < limit {
+            let slots = unappliedIndex[bucket]
+            if !slots.isEmpty {
                 found.append(contentsOf: slots.filter { $0.digest >= start }.sorted { $0.digest < $1.digest })
             }
             bucket += 1
@@ -279,7 +282,7 @@ final class KeyTable {
     }
 
     /// Every unapplied slot, in no order.
-    var allUnapplied: [KeySlot] { unappliedIndex.values.flatMap { $0 } }
+    var allUnapplied: [KeySlot] { unappliedIndex.flatMap { $0 } }
 
     // MARK: The clock
 

@@ -323,6 +323,16 @@ public final class AppendLog {
         return lsn
     }
 
+    /// Appends a record whose ops were encoded with `LogOp.encode(into:)`.
+    /// - Returns: the record's position.
+    public func append(time: Int64, opCount: Int, encodedOps: [UInt8]) -> UInt64 {
+        let lsn = nextLSN
+        nextLSN += 1
+        LogCodec.append(lsn: lsn, time: time, opCount: opCount, encodedOps: encodedOps, to: &pending)
+        pendingLast = lsn
+        return lsn
+    }
+
     /// Positions taken from now on are above `lsn` (a cache file already
     /// holds positions up to it).
     public func ensureNextLSN(above lsn: UInt64) {

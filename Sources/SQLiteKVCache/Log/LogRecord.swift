@@ -35,6 +35,11 @@ public enum LogOp: Equatable, Sendable {
     /// files that held `a` and `b` before tell a replay whether it happened.
     case swap(a: String, b: String, fileA: UInt64, fileB: UInt64)
 
+    /// Appends the op's bytes to `out`, for `AppendLog.append(time:opCount:encodedOps:)`.
+    public func encode(into out: inout [UInt8]) {
+        LogCodec.append(self, to: &out)
+    }
+
     /// The caches the op changes.
     public var caches: [String] {
         switch self {
@@ -76,18 +81,30 @@ enum LogCodec {
 
     /// Encodes a record onto `out`.
     static func append(_ record: LogRecord, to out: inout [UInt8]) {
+        var ops: [UInt8] = []
+        for op in record.ops { append(op, to: &ops) }
+        append(lsn: record.lsn, time: record.time, opCount: record.ops.count, encodedOps: ops, to: &out)
+    }
+
+    /// Encodes a record whose ops are already encoded (`append(_:to:)` each).
+    static func append(lsn: UInt64, time: Int64, opCount: Int, encodedOps: [UInt8], to out: inout [UInt8]) {
         let start = out.count
-        out.append(contentsOf: [UInt8](repeating: 0, count: headerSize))
-        appendInteger(record.lsn, to: &out)
-        appendInteger(UInt64(bitPattern: record.time), to: &out)
-        appendInteger(UInt32(record.ops.count), to: &out)
-        for op in record.ops { append(op, to: &out) }
+        appendInteger(UInt64(0), to: &out)  // length and checksum, written by seal
+        appendInteger(lsn, to: &out)
+        appendInteger(UInt64(bitPattern: time), to: &out)
+        appendInteger(UInt32(opCount), to: &out)
+        out.append(contentsOf: encodedOps)
         seal(&out, recordStart: start)
     }
 
+    /// Encodes one op onto `out`.
     static func append(_ op: LogOp, to out: inout [UInt8]) {
         out.append(op.tag)
-        appendName(op.caches[0], to: &out)
+        switch op {
+        case .command(let cache, _), .put(let cache, _, _, _, _, _, _), .delete(let cache, _), .expire(let cache, _, _),
+             .clear(let cache), .swap(let cache, _, _, _):
+            appendName(cache, to: &out)
+        }
         switch op {
         case .command(_, let args):
             appendInteger(UInt32(args.count), to: &out)
@@ -138,8 +155,10 @@ enum LogCodec {
         out.append(contentsOf: bytes)
     }
 
+    /// A cache name: at most 64 bytes (a handle), so its length fits a byte.
     static func appendName(_ name: String, to out: inout [UInt8]) {
-        let utf8 = Array(name.utf8.prefix(255))
+        let utf8 = name.utf8
+        precondition(utf8.count <= 255, "a cache name of \(utf8.count) bytes")
         out.append(UInt8(utf8.count))
         out.append(contentsOf: utf8)
     }
