@@ -165,6 +165,9 @@ final class CacheRegistry {
         return cache
     }
 
+    /// The memory every open cache's entries share (`memory-tier-size`).
+    lazy var memoryBudget = MemoryBudget(limit: config.memoryTierBytes)
+
     /// Told when a cache's engine opens (the log must stay ahead of its file).
     var onOpen: ((CacheEngine) -> Void)?
 
@@ -176,6 +179,7 @@ final class CacheRegistry {
             memoryTierBytes: config.memoryTierBytes)
         configuration.maxPageCount = config.sqliteMaxPageCount
         configuration.durableCommits = true
+        configuration.sharedMemoryBudget = memoryBudget
         let logger = self.logger
         configuration.onRecovery = { message in logger.warning(message) }
         configuration.onProgress = { message in logger.notice(message) }
@@ -297,11 +301,11 @@ final class CacheRegistry {
     /// Caches over capacity evict in bounded batches from the server's loop.
     func apply(_ newConfig: ServerConfig) {
         config = newConfig
+        memoryBudget.limit = config.memoryTierBytes
         for cache in open.values {
             guard let engine = cache.engine else { continue }
             let settings = config.settings(forCache: cache.name)
             engine.setPolicy(settings.policy)
-            engine.setMemoryBudget(config.memoryTierBytes)
             if let within = try? engine.setCapacity(settings.capacity, batchLimit: 0), !within {
                 cache.needsEviction = true
             }

@@ -1,3 +1,4 @@
+import Foundation
 import SQLiteKVCache
 import RESP
 
@@ -47,8 +48,10 @@ public struct ServerConfig: Sendable {
     /// SQLite's max_page_count per cache file (0: unlimited): a write past it
     /// fails as on a full disk. For tests and hard file-size ceilings.
     public var sqliteMaxPageCount = 0
-    /// Hot entries kept in memory per open cache, so reads skip SQLite.
-    public var memoryTierBytes = 32 * 1024 * 1024
+    /// Memory for entries kept in memory, shared by every open cache: hot
+    /// entries read from SQLite and the writes not yet applied to it.
+    /// Default: a quarter of the machine's memory, or of the cgroup's limit.
+    public var memoryTierBytes = defaultMemoryTierBytes()
     /// Redis's `appendonly`: every change is appended to the log before its
     /// reply, so a crash of the process loses nothing acknowledged.
     public var appendOnly = true
@@ -104,6 +107,19 @@ public struct ServerConfig: Sendable {
         let own = caches[name]
         return (own?.capacity ?? defaultCapacity, own?.policy ?? evictionPolicy)
     }
+}
+
+/// A quarter of the memory this process may use: the machine's, or the
+/// cgroup's limit when one is set (a container).
+func defaultMemoryTierBytes() -> Int {
+    let physical = Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE)))
+    var limit = physical
+    for path in ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0 else { continue }
+        limit = min(limit, value)
+    }
+    return max(16 << 20, limit / 4)
 }
 
 extension ServerConfig {

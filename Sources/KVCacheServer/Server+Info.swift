@@ -116,7 +116,9 @@ extension Server {
                 "mem_fragmentation_ratio:1.00",
                 "mem_allocator:libc",
                 "memory_tier_bytes:\(tierBytes)",
-                "memory_tier_budget_per_cache:\(config.memoryTierBytes)",
+                "memory_tier_budget:\(config.memoryTierBytes)",
+                "memory_tier_used:\(registry.memoryBudget.used)",
+                "memtable_bytes:\(registry.memoryBudget.unappliedBytes)",
                 "stored_content_bytes:\(contentBytes)",
             ]
         case "persistence":

@@ -19,6 +19,8 @@ public final class SQLiteKVCache: @unchecked Sendable {
         public var pageCacheBytes: Int
         /// Hot entries kept in memory to skip SQLite on reads, in bytes; 0 disables.
         public var memoryTierBytes: Int
+        /// A budget shared with other caches, used instead of `memoryTierBytes` when set.
+        public var sharedMemoryBudget: MemoryBudget?
         /// The time used for expiry, injectable for tests.
         public var clock: @Sendable () -> Date
         /// SQLite's `max_page_count` for the file (0: SQLite's default); a

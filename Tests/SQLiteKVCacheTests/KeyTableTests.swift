@@ -83,7 +83,7 @@ struct KeyTableTests {
         #expect(table.count == 4)
         #expect(table.lookup(digest(10, 0)) != nil)  // k0 read: it gets a second chance
         table.cache(digest(20, 0), key: bytes("k4"), row: row("v"))
-        #expect(table.count == 4 && table.cleanBytes <= table.budget)
+        #expect(table.count == 4 && table.cleanBytes <= table.budget.limit)
         #expect(table.slot(digest(10, 0)) != nil)
         #expect(table.slot(digest(11, 0)) == nil)  // the oldest unread entry went
         #expect(table.slot(digest(20, 0)) != nil)
@@ -109,5 +109,27 @@ struct KeyTableTests {
         // From the middle: the limit is reached in the 0x8000 bucket, which is finished.
         #expect(table.unapplied(from: KeyDigest(w0: 0x4000_0000_0000_0000), limit: 1).map(\.digest)
                 == Array(digests[1...2]))
+    }
+
+    @Test func aSharedBudgetLetsAHotTableTakeWhatAnIdleOneGivesBack() {
+        let cost = 3 + 1 + KeyTable.overhead  // keys of three bytes
+        let budget = MemoryBudget(limit: 10 * cost)
+        let idle = KeyTable(sharing: budget), hot = KeyTable(sharing: budget)
+        for i in 0..<8 { idle.cache(digest(UInt64(100 + i), 0), key: bytes(String(format: "i%02d", i)), row: row("v")) }
+        #expect(idle.count == 8 && budget.used == 8 * cost)
+        // The hot table grows to its fair share (5): the idle one, holding more, gives back.
+        for i in 0..<6 { hot.cache(digest(UInt64(200 + i), 0), key: bytes(String(format: "h%02d", i)), row: row("v")) }
+        #expect(budget.used <= budget.limit)
+        #expect(hot.count == 5 && idle.count == 5)
+        // Past its share, the hot table replaces its own entries.
+        for i in 6..<12 { hot.cache(digest(UInt64(200 + i), 0), key: bytes(String(format: "h%02d", i)), row: row("v")) }
+        #expect(budget.used <= budget.limit)
+        #expect(hot.count == 5)
+        #expect(idle.count == 5)
+        // Unapplied bytes count too, and push clean ones out.
+        for i in 0..<4 { hot.write(digest(UInt64(300 + i), 0), key: bytes(String(format: "w%02d", i)), row: row("v")) }
+        #expect(budget.used <= budget.limit && hot.unappliedBytes == 4 * cost)
+        budget.limit = 4 * cost
+        #expect(idle.count + hot.count == 4 && hot.unappliedBytes == 4 * cost)
     }
 }

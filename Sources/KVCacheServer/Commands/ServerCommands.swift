@@ -98,6 +98,7 @@ private let liveDirectives: Set<String> = Set([
     "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
     "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
     "appendfsync", "aof-load-truncated", "memtable-max-size", "memtable-full-timeout", "shutdown-timeout",
+    "memory-tier-size",
     "requirepass", "protected-mode", "slowlog-log-slower-than", "slowlog-max-len",
 ] + ServerConfig.encodingDirectives.map(\.name))
 

@@ -51,7 +51,8 @@ public final class CacheEngine {
     init(handle: String, directory: String, configuration: SQLiteKVCache.Configuration) throws {
         self.handle = handle
         file = try CacheFile(handle: handle, directory: directory, configuration: configuration)
-        table = KeyTable(budget: configuration.memoryTierBytes)
+        table = configuration.sharedMemoryBudget.map { KeyTable(sharing: $0) }
+            ?? KeyTable(budget: configuration.memoryTierBytes)
         clock = configuration.clock
         totals = file.stored.totals
         appliedLSN = file.stored.appliedLSN
@@ -347,7 +348,8 @@ public final class CacheEngine {
     /// LRU needs an index on write order; the next batch creates it.
     var needsRecencyIndex = false
 
-    public func setMemoryBudget(_ bytes: Int) { table.budget = max(0, bytes) }
+    /// Changes the memory budget (the shared one, when the engine has one).
+    public func setMemoryBudget(_ bytes: Int) { table.budget.limit = max(0, bytes) }
 
     // MARK: Batches
 

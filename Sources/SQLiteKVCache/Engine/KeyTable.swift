@@ -43,22 +43,80 @@ final class KeySlot {
     var contentSize: Int { row.map { key.count + $0.bodySize } ?? 0 }
 }
 
+/// A memory budget shared by the key tables of several caches (the
+/// server's `memory-tier-size`): unapplied bytes (memtables) and clean
+/// bytes (the tier) of every table count against `limit`. Past it, clean
+/// slots are dropped: from the table that grows while it holds more than
+/// its fair share, else from the table holding the most clean bytes, so a
+/// hot cache takes more and an idle one gives back. Not thread-safe: the
+/// tables' owner uses it.
+public final class MemoryBudget: @unchecked Sendable {
+    /// Bytes all tables may take; 0 keeps nothing clean.
+    public var limit: Int {
+        didSet { enforce(growing: nil) }
+    }
+    /// Bytes taken (clean and unapplied) over every table.
+    public fileprivate(set) var used = 0
+    private var tables: [Weak] = []
+
+    private struct Weak {
+        weak var table: KeyTable?
+    }
+
+    public init(limit: Int) {
+        self.limit = max(0, limit)
+    }
+
+    /// Clean bytes over every table.
+    public var cleanBytes: Int { tables.reduce(0) { $0 + ($1.table?.cleanBytes ?? 0) } }
+    /// Unapplied bytes over every table.
+    public var unappliedBytes: Int { tables.reduce(0) { $0 + ($1.table?.unappliedBytes ?? 0) } }
+
+    fileprivate func register(_ table: KeyTable) {
+        tables.removeAll { $0.table == nil }
+        tables.append(Weak(table: table))
+    }
+
+    fileprivate func unregister(_ table: KeyTable) {
+        used -= table.cleanBytes + table.unappliedBytes
+        tables.removeAll { $0.table == nil || $0.table === table }
+    }
+
+    /// Drops clean slots until within the limit.
+    fileprivate func enforce(growing: KeyTable?) {
+        guard used > limit else { return }
+        let live = tables.compactMap(\.table)
+        let fair = limit / max(1, live.count)
+        while used > limit {
+            let victim: KeyTable?
+            if let growing, growing.cleanBytes > 0, growing.cleanBytes + growing.unappliedBytes > fair {
+                victim = growing
+            } else {
+                victim = live.filter { $0.cleanBytes > 0 }.max { $0.cleanBytes < $1.cleanBytes }
+            }
+            guard let victim, victim.evictOne() else { return }
+        }
+    }
+}
+
 /// The keys a cache holds in memory: one table that is both the memory
-/// tier (clean rows kept to spare SQLite a read, bounded by `budget`,
-/// replaced by CLOCK) and the memtable (rows changed but not yet in the
+/// tier (clean rows kept to spare SQLite a read, replaced by CLOCK within
+/// a `MemoryBudget`) and the memtable (rows changed but not yet in the
 /// file: never dropped, counted apart in `unappliedBytes`).
 ///
 /// A slot found here is the key's current state, always: every write goes
 /// through the table, so a lookup that finds nothing here must ask the
 /// file. Not thread-safe: the engine's owner uses it; batches carry copies.
 final class KeyTable {
-    /// Bytes the clean slots may take (content plus bookkeeping); 0 keeps none.
-    var budget: Int {
-        didSet { shrink() }
+    /// The budget this table shares (or has to itself).
+    let budget: MemoryBudget
+    private(set) var cleanBytes = 0 {
+        didSet { budget.used += cleanBytes - oldValue }
     }
-    private(set) var cleanBytes = 0
     /// Bytes of the slots not yet in the file (the memtable's size).
-    private(set) var unappliedBytes = 0
+    private(set) var unappliedBytes = 0 {
+        didSet { budget.used += unappliedBytes - oldValue }
+    }
     private(set) var hits = 0
     private(set) var misses = 0
 
@@ -79,9 +137,18 @@ final class KeyTable {
     /// slot object and its arrays' headers.
     static let overhead = 192
 
-    init(budget: Int) {
-        self.budget = max(0, budget)
+    /// A table with a budget of its own, of `budget` bytes.
+    convenience init(budget: Int) {
+        self.init(sharing: MemoryBudget(limit: budget))
     }
+
+    /// A table counted against a shared budget.
+    init(sharing budget: MemoryBudget) {
+        self.budget = budget
+        budget.register(self)
+    }
+
+    deinit { budget.unregister(self) }
 
     var count: Int { slots.count }
 
@@ -111,7 +178,7 @@ final class KeyTable {
         precondition(slots[digest] == nil, "cache() of a key the table already holds")
         let slot = KeySlot(digest: digest, key: key, row: row)
         slot.cost = Self.cost(slot)
-        guard budget > 0, slot.cost <= budget / 4 else { return nil }
+        guard budget.limit > 0, slot.cost <= budget.limit / 4 else { return nil }
         slots[digest] = slot
         addToRing(slot)
         cleanBytes += slot.cost
@@ -167,6 +234,7 @@ final class KeyTable {
         if slot.isUnapplied {
             unappliedBytes += slot.cost
             if !slot.indexed { index(slot) }
+            if budget.used > budget.limit { shrink() }
         } else {
             cleanBytes += slot.cost
             addToRing(slot)
@@ -302,9 +370,16 @@ final class KeyTable {
         slot.ringIndex = -1
     }
 
-    /// Drops clean slots with the clock hand until within budget.
+    /// Drops clean slots until the shared budget is kept.
     private func shrink() {
-        while cleanBytes > budget && !ring.isEmpty {
+        budget.enforce(growing: self)
+    }
+
+    /// Drops one clean slot, the clock hand's choice (a read slot gets a
+    /// second chance).
+    /// - Returns: false when the table holds no clean slot.
+    fileprivate func evictOne() -> Bool {
+        while !ring.isEmpty {
             if hand >= ring.count { hand = 0 }
             let slot = ring[hand]
             if slot.referenced {
@@ -314,8 +389,10 @@ final class KeyTable {
                 cleanBytes -= slot.cost
                 removeFromRing(slot)
                 slots[slot.digest] = nil
+                return true
             }
         }
+        return false
     }
 }
 
