@@ -174,6 +174,7 @@ class Proxy:
                 if self.proc.poll() is not None:
                     break
                 time.sleep(0.05)
+        self.stop()
         raise RuntimeError(f"nutcracker did not start: {self.log()[-2000:]}")
 
     def log(self):
@@ -216,20 +217,24 @@ class Cluster:
         self.node_args = list(node_args)
         self.nodes = {}
         self.proxies = []
-        for i in range(1, count + 1):
-            self.add_node(f"node{i}")
+        try:
+            for i in range(1, count + 1):
+                self.add_node(f"node{i}")
+        except BaseException:
+            self.cleanup()
+            raise
 
     def add_node(self, name, args=None):
         node = Server(args=self.node_args if args is None else args, directory=os.path.join(self.dir, name))
         os.makedirs(node.dir)
-        self.nodes[name] = node.start()
-        return node
+        self.nodes[name] = node
+        return node.start()
 
     def proxy(self, names=None, **pool):
         names = names or list(self.nodes)
-        proxy = Proxy([(n, self.nodes[n].port) for n in names], self.dir, **pool).start()
+        proxy = Proxy([(n, self.nodes[n].port) for n in names], self.dir, **pool)
         self.proxies.append(proxy)
-        return proxy
+        return proxy.start()
 
     def keys_by_node(self, db=0, **kw):
         """{node name: set of keys} read from each node directly."""
@@ -309,8 +314,9 @@ def test_keys_spread_exactly_as_over_redis_servers_behind_the_same_pool(cluster)
                     assert time.time() < deadline and proc.poll() is None, "redis-server did not start"
                     time.sleep(0.05)
         # The same pool, other ports: only the names are the same.
-        redis_proxy = Proxy([(n, p) for n, p, _ in redis_nodes], kv.dir).start()
+        redis_proxy = Proxy([(n, p) for n, p, _ in redis_nodes], kv.dir)
         kv.proxies.append(redis_proxy)
+        redis_proxy.start()
         fill(kv_proxy.client(), KEYS_30K)
         fill(redis_proxy.client(), KEYS_30K)
 
