@@ -457,7 +457,9 @@ def test_restarted_node_rejoins_after_the_retry_timeout_with_its_keys(cluster):
         time.sleep(0.05)
     conn.close()
     # The proxy did not send node2 anything until its retry time came.
-    assert time.time() - ejected_at >= RETRY_MS / 1000 * 0.9
+    back_after = time.time() - ejected_at
+    print(f"\nnode2 back in the ring {back_after:.1f} s after its ejection (server_retry_timeout {RETRY_MS} ms)")
+    assert back_after >= RETRY_MS / 1000 * 0.9
     # Back in the ring with the data SQLite kept: no miss.
     assert mget_all(r, lost) == [b"v:" + k for k in lost]
 
@@ -688,4 +690,7 @@ def test_rejoin_policy_expire_bounds_how_long_old_values_are_served(cluster):
     assert r.get(deleted) is None
     assert r.get(untouched) is None
     assert r.get(changed) == b"fresh"
-    assert direct.dbsize() == 1
+    deadline = time.time() + 10          # the sweep after the window removes the rest
+    while direct.dbsize() != 1:
+        assert time.time() < deadline, direct.dbsize()
+        time.sleep(0.2)
