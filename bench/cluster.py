@@ -273,7 +273,8 @@ def markdown(payload: dict) -> str:
     lines = [
         "## Several nodes behind twemproxy (`bench/cluster.py`)",
         "",
-        bl.run_stamp(info, payload["command"], info.get("kvcache_binary")) + f"; {info.get('nutcracker', 'nutcracker')}.",
+        bl.run_stamp(info, payload["command"], info.get("kvcache_binary"))
+        + f"; {info.get('nutcracker', 'nutcracker').removeprefix('This is ')}.",
         "",
         f"Reproduce: `{payload['command']}` (this run took {payload['minutes']:g} min; `--quick` is a 1-round smoke run). "
         "Raw rounds: [`bench/cluster.json`](bench/cluster.json).",
