@@ -150,9 +150,19 @@ def git_commit() -> str:
     tracked files differ from it."""
     git = REPO / ".git"
     commit = "unknown"
+    if git.is_file():  # a worktree: .git names the real git directory
+        try:
+            out = subprocess.run(["git", "--no-optional-locks", "rev-parse", "HEAD"], cwd=REPO,
+                                 capture_output=True, text=True, timeout=60)
+            commit = out.stdout.strip() or commit
+        except (OSError, subprocess.TimeoutExpired):
+            return commit
+        git = None
     try:
-        head = (git / "HEAD").read_text().strip()
-        if head.startswith("ref: "):
+        head = (git / "HEAD").read_text().strip() if git else ""
+        if not head:
+            pass
+        elif head.startswith("ref: "):
             ref = head[5:]
             ref_file = git / ref
             if ref_file.exists():
