@@ -5,6 +5,9 @@ public enum LaunchRequest {
     case serve(ServerConfig)
     case help
     case version
+    /// Check (and with `fix`, cut at the first bad record) an append-only
+    /// log: a directory of segments, or one segment file.
+    case checkLog(path: String, fix: Bool)
 }
 
 /// Parses `kvcache-server [config-file] [--name value ...]` as redis-server
@@ -15,6 +18,13 @@ public func parseCommandLine(_ arguments: [String]) throws -> LaunchRequest {
     var args = arguments[...]
     if args.first == "--help" || args.first == "-h" { return .help }
     if args.first == "--version" || args.first == "-v" { return .version }
+    if args.first == "--check-aof" {
+        let rest = Array(args.dropFirst())
+        let fix = rest.first == "--fix"
+        let paths = fix ? Array(rest.dropFirst()) : rest
+        guard paths.count == 1 else { throw ConfigError("usage: kvcache-server --check-aof [--fix] <log directory or segment>") }
+        return .checkLog(path: paths[0], fix: fix)
+    }
     var config = ServerConfig()
     if let first = args.first, !first.hasPrefix("--") {
         let contents: String
@@ -52,6 +62,7 @@ public let usageText = """
     Usage: kvcache-server [/path/to/kvcache.conf] [--name value ...]
            kvcache-server --version
            kvcache-server --help
+           kvcache-server --check-aof [--fix] <dir/appendonlydir | segment>
 
     A persistent cache server speaking the Redis protocol: each named cache
     is a SQLite file in the data directory.

@@ -248,6 +248,7 @@ final class Persistence {
     func seal(now: Int64 = Server.nowMilliseconds()) -> Bool {
         guard inFlight == nil else { return false }
         lastSeal = now
+        let asked = sealRequested
         sealRequested = false
         let lsn = log?.lastLSN ?? 0
         do {
@@ -267,6 +268,7 @@ final class Persistence {
             // Nothing waits in memory: every record so far is in the files.
             log?.retire(upTo: lsn)
             changesSinceLastSave = 0
+            if asked { recordSave(now: now) }
             return false
         }
         let job = WriterJob(lsn: lsn, batches: parts.map(\.batch), truncatingWALOf: exchanging)
@@ -324,16 +326,22 @@ final class Persistence {
                 lastSaveOK = false
                 continue
             }
-            lastSaveOK = true
-            saves += 1
-            lastSaveTime = Server.nowMilliseconds() / 1000
+            recordSave(now: Server.nowMilliseconds())
             changesSinceLastSave = changes - changesAtSeal
-            if rewriteRequested {
-                rewriteRequested = false
-                rewrites += 1
-            }
             let everyCacheCaughtUp = !server.registry.open.values.contains { $0.engine?.lastFailure != nil }
             if everyCacheCaughtUp { log?.retire(upTo: job.lsn) }
+        }
+    }
+
+    /// Counts a successful "save" (SQLite holds every change up to a seal),
+    /// and the AOF rewrite it stands for when one was asked.
+    private func recordSave(now: Int64) {
+        lastSaveOK = true
+        saves += 1
+        lastSaveTime = now / 1000
+        if rewriteRequested {
+            rewriteRequested = false
+            rewrites += 1
         }
     }
 

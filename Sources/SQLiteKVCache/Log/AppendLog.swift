@@ -128,6 +128,7 @@ public final class AppendLog {
                             lastLSN: lastLSN, records: found.reduce(0) { $0 + $1.records },
                             bytes: found.reduce(0) { $0 + $1.size }, warnings: warnings)
         syncer = LogSyncer(onSynced: onSynced)
+        syncer.assumeSynced(upTo: writtenLSN)  // what was read back is on disk
         let sequence = (last?.sequence ?? 0) + 1
         (current, fd) = try Self.create(directory: directory, baseName: baseName, sequence: sequence, firstLSN: nextLSN)
         syncer.syncDirectory(directory)
@@ -340,6 +341,7 @@ public final class AppendLog {
         precondition(pending.isEmpty, "raising the log position with records buffered")
         nextLSN = lsn + 1
         writtenLSN = lsn
+        syncer.assumeSynced(upTo: lsn)
         if current.lastLSN < current.firstLSN {
             // The empty segment's header names the old position: start a new one.
             try? rotate(force: true)
@@ -469,5 +471,58 @@ extension LogCodec {
             let (record, next) = try decode(bytes, at: offset)
             return (record.lsn, next)
         }
+    }
+}
+
+// MARK: Checking and repairing (kvcache-server --check-aof)
+
+extension AppendLog {
+    /// What `check` found in one segment.
+    public struct SegmentReport: Sendable {
+        public let path: String
+        public let records: Int
+        public let firstLSN: UInt64
+        public let lastLSN: UInt64
+        /// Where the valid records end, and why the rest is not valid (nil when whole).
+        public let problem: (offset: Int, reason: String, torn: Bool)?
+    }
+
+    /// Reads every segment of the log in `directory` (named `<base>.<n>.log`)
+    /// and says how far each is valid, as redis-check-aof does.
+    /// - Throws: `Failure.io` when the directory or a file cannot be read.
+    public static func check(directory: String, baseName: String) throws(Failure) -> [SegmentReport] {
+        var reports: [SegmentReport] = []
+        for var segment in try listSegments(directory: directory, baseName: baseName) {
+            var problem: (Int, String, Bool)?
+            do throws(Failure) {
+                if case .tornAt(let offset, let reason) = try validate(&segment) { problem = (offset, reason, true) }
+            } catch {
+                guard case .corrupt(_, let offset, let reason) = error else { throw error }
+                problem = (offset, reason, false)
+            }
+            reports.append(SegmentReport(path: segment.path, records: segment.records, firstLSN: segment.firstLSN,
+                                         lastLSN: segment.lastLSN, problem: problem))
+        }
+        return reports
+    }
+
+    /// Cuts the log at the first invalid record: that segment is truncated
+    /// there and every later segment deleted (what follows a damaged record
+    /// cannot be replayed in order).
+    /// - Returns: what was done, in words, or nil when the log is whole.
+    public static func fix(directory: String, baseName: String) throws(Failure) -> String? {
+        let reports = try check(directory: directory, baseName: baseName)
+        guard let index = reports.firstIndex(where: { $0.problem != nil }), let problem = reports[index].problem else {
+            return nil
+        }
+        let path = reports[index].path
+        guard truncate(path, off_t(problem.offset)) == 0 else { throw .io(path: path, what: "truncate", errno: errno) }
+        var removed: [String] = []
+        for later in reports[(index + 1)...] {
+            unlink(later.path)
+            removed.append(later.path)
+        }
+        return "Truncated \(path) at offset \(problem.offset) (\(problem.reason))"
+            + (removed.isEmpty ? "" : "; removed the later segments \(removed.joined(separator: ", "))")
     }
 }

@@ -1,0 +1,306 @@
+"""The write path as a user meets it: Redis's appendonly/appendfsync, the
+append-only log replayed after a crash (torn or damaged), -LOADING, SAVE,
+BGSAVE, BGREWRITEAOF, LASTSAVE, INFO persistence, a full memtable, and
+cross-cache commands under kill -9."""
+import glob
+import os
+import random
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, MODE
+
+pytestmark = pytest.mark.kvcache_only
+
+DEBUG = ["--enable-debug-command", "yes"]
+
+
+def wait_until(predicate, timeout=5.0, step=0.02):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def info(c, section="persistence"):
+    text = c.command("INFO", section).decode()
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def segments(s):
+    return sorted(glob.glob(os.path.join(s.data_dir(), "appendonlydir", "appendonly.aof.*.log")),
+                  key=lambda p: int(p.rsplit(".", 2)[1]))
+
+
+def record_offsets(path):
+    """Offsets where each record of a segment starts, and the file's size."""
+    data = open(path, "rb").read()
+    offsets, at = [], 32
+    while at + 8 <= len(data):
+        length = struct.unpack_from("<I", data, at)[0]
+        if at + 8 + length > len(data):
+            break
+        offsets.append(at)
+        at += 8 + length
+    return offsets, len(data)
+
+
+def write_held(s, count, prefix="k"):
+    """Holds the writer, then acknowledges `count` SETs: they live in memory
+    and in the log only. Returns the client."""
+    c = s.raw()
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    for i in range(count):
+        assert c.command("SET", "%s%d" % (prefix, i), "v%d" % i) == "OK"
+    assert info(c)["writer_paused"] == "1"
+    return c
+
+
+needs_log = pytest.mark.skipif(MODE == "no-aof", reason="the append-only log is off (appendonly no)")
+
+
+@needs_log
+def test_kill9_with_the_writer_held_loses_nothing_the_log_replays_it(fresh_server):
+    s = fresh_server(args=DEBUG)
+    c = write_held(s, 500)
+    assert int(info(c)["memtable_bytes"]) > 0
+    assert c.command("DEL", "k7") == 1
+    assert c.command("EXPIRE", "k8", 1000) == 1
+    s.kill9()
+    s.start()
+    c = s.raw()
+    assert c.command("DBSIZE") == 499
+    assert c.command("GET", "k499") == b"v499"
+    assert c.command("EXISTS", "k7") == 0
+    assert 990 <= c.command("TTL", "k8") <= 1000
+    assert "DB loaded from append only file" in s.log()
+    # Replayed writes reach SQLite, then the log is cut.
+    assert wait_until(lambda: int(info(c)["memtable_bytes"]) == 0, timeout=10)
+    assert wait_until(lambda: len(segments(s)) == 1 and record_offsets(segments(s)[0])[0] == [], timeout=10)
+
+
+@needs_log
+@pytest.mark.parametrize("where", ["inside", "boundary"])
+def test_a_torn_log_keeps_everything_before_the_tear(fresh_server, where):
+    s = fresh_server(args=DEBUG)
+    write_held(s, 50)
+    s.kill9()
+    path = segments(s)[-1]
+    offsets, size = record_offsets(path)
+    assert sum(len(record_offsets(p)[0]) for p in segments(s)) == 50  # earlier segments wait for the writer
+    assert len(offsets) >= 11
+    last = offsets[-1]
+    if where == "inside":
+        cut = random.randrange(last + 1, size)  # a random byte inside the last record
+        expected = 49
+    else:
+        k = random.randrange(10, len(offsets))  # a random record boundary
+        cut = offsets[k]
+        expected = k - (len(offsets) - 50)
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+    s.start()
+    c = s.raw()
+    assert c.command("DBSIZE") == expected
+    assert c.command("GET", "k%d" % (expected - 1)) == b"v%d" % (expected - 1)
+    assert c.command("EXISTS", "k%d" % expected) == 0
+    torn = "short read while loading the AOF file" in s.log()
+    assert torn == (where == "inside"), s.log()
+
+
+@needs_log
+def test_a_torn_tail_is_refused_when_aof_load_truncated_is_no(fresh_server):
+    s = fresh_server(args=DEBUG + ["--aof-load-truncated", "no"])
+    write_held(s, 5)
+    s.kill9()
+    path = segments(s)[-1]
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 3)
+    with pytest.raises(RuntimeError):
+        s.start()
+    assert "aof-load-truncated is no" in s.log()
+
+
+@needs_log
+def test_damage_before_the_tail_stops_the_start_and_check_aof_fixes_it(fresh_server):
+    s = fresh_server(args=DEBUG)
+    write_held(s, 20)
+    s.kill9()
+    path = segments(s)[-1]
+    offsets, _ = record_offsets(path)
+    damaged = offsets[len(offsets) // 2]
+    with open(path, "r+b") as f:
+        f.seek(damaged + 20)
+        byte = f.read(1)
+        f.seek(damaged + 20)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(RuntimeError):
+        s.start()
+    assert "Bad record in the append-only log %s at offset %d" % (path, damaged) in s.log()
+    log_dir = os.path.dirname(path)
+    check = subprocess.run([BIN, "--check-aof", log_dir], capture_output=True, text=True)
+    assert check.returncode == 1 and "BAD RECORD at offset %d" % damaged in check.stdout
+    fix = subprocess.run([BIN, "--check-aof", "--fix", log_dir], capture_output=True, text=True)
+    assert fix.returncode == 0 and "Successfully truncated AOF" in fix.stdout
+    s.start()
+    c = s.raw()
+    kept = c.command("DBSIZE")
+    assert 0 < kept < 20
+    assert all(c.command("GET", "k%d" % i) == b"v%d" % i for i in range(kept))
+
+
+@needs_log
+def test_clients_get_loading_while_the_log_replays(fresh_server):
+    s = fresh_server(args=DEBUG)
+    c = s.raw()
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    value = "x" * 200
+    batch = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, len(value), value.encode())
+                     for i in range(200_000))
+    c.send(batch)
+    for _ in range(200_000):
+        assert c.read_reply() == "OK"
+    s.kill9()
+    s.proc = None
+    log = open(s.log_path, "ab")
+    s.proc = subprocess.Popen(s.command_line(), stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    seen_loading = False
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", s.port), timeout=2) as sock:
+                sock.sendall(b"GET k1\r\nINFO persistence\r\n")
+                time.sleep(0.05)
+                reply = sock.recv(65536)
+        except OSError:
+            time.sleep(0.01)
+            continue
+        if reply.startswith(b"-LOADING Redis is loading the dataset in memory"):
+            seen_loading = True
+            assert b"loading:1" in reply
+            continue
+        assert reply.startswith(b"$200\r\n"), reply[:100]
+        break
+    assert seen_loading, "a replay of 200,000 records is seen loading"
+    assert s.raw().command("DBSIZE") == 200_000
+
+
+def test_save_bgsave_lastsave_and_bgrewriteaof(fresh_server):
+    s = fresh_server(args=DEBUG)
+    c = s.raw()
+    before = c.command("LASTSAVE")
+    assert abs(before - time.time()) < 5
+    for i in range(100):
+        c.command("SET", "k%d" % i, "v")
+    assert int(info(c)["rdb_changes_since_last_save"]) > 0
+    assert c.command("SAVE") == "OK"
+    assert info(c)["memtable_bytes"] == "0"
+    assert c.command("LASTSAVE") >= before
+    c.command("SET", "more", "v")
+    assert c.command("BGSAVE") in ("Background saving started", "Background saving scheduled")
+    assert wait_until(lambda: info(c)["memtable_bytes"] == "0")
+    assert int(info(c)["rdb_saves"]) >= 2
+    if MODE != "no-aof":
+        assert c.command("BGREWRITEAOF") in ("Background append only file rewriting started",
+                                            "Background append only file rewriting scheduled")
+        assert wait_until(lambda: info(c)["aof_rewrites"] == "1")
+        assert wait_until(lambda: int(info(c)["aof_current_size"]) <= 32 * 2)
+    assert c.command("BGSAVE", "NOW") == ("error", "ERR syntax error")
+
+
+def test_info_persistence_has_redis_fields(fresh_server):
+    s = fresh_server()
+    fields = info(s.raw())
+    for name in ["loading", "async_loading", "rdb_changes_since_last_save", "rdb_bgsave_in_progress",
+                 "rdb_last_save_time", "rdb_last_bgsave_status", "aof_enabled", "aof_rewrite_in_progress",
+                 "aof_rewrite_scheduled", "aof_last_bgrewrite_status", "aof_last_write_status",
+                 "memtable_bytes", "memtable_max_bytes"]:
+        assert name in fields, name
+    assert fields["aof_enabled"] == ("0" if MODE == "no-aof" else "1")
+    assert fields["loading"] == "0" and fields["aof_last_write_status"] == "ok"
+    if MODE != "no-aof":
+        assert "aof_current_size" in fields and "aof_buffer_length" in fields
+
+
+def test_a_full_memtable_makes_writes_wait_then_refuses_them(fresh_server):
+    s = fresh_server(args=DEBUG + ["--memtable-max-size", "200kb", "--memtable-full-timeout", "500"])
+    c = write_held(s, 0)
+    value = "x" * 1000
+    refused = None
+    for i in range(1000):
+        started = time.time()
+        reply = c.command("SET", "big%d" % i, value)
+        if reply != "OK":
+            refused = reply
+            assert time.time() - started >= 0.4, "the write waited for room first"
+            break
+    assert refused == ("error", "ERR write refused: changes not yet in SQLite fill memtable-max-size (204800 bytes) "
+                                "and the writer did not free room in time; try again")
+    assert c.command("GET", "big0") == value.encode()  # reads go on
+    # Held while the writer catches up, then taken.
+    other = s.raw()
+    other.send(b"SET waiting yes\r\n")
+    time.sleep(0.1)
+    assert c.command("DEBUG", "WRITER", "RESUME") == "OK"
+    assert other.read_reply() == "OK"
+    assert c.command("GET", "waiting") == b"yes"
+
+
+@needs_log
+def test_appendonly_and_appendfsync_change_at_run_time(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    assert c.command("CONFIG", "SET", "appendfsync", "always") == "OK"
+    assert c.command("SET", "a", "1") == "OK"
+    assert c.command("CONFIG", "GET", "appendfsync") == [b"appendfsync", b"always"]
+    assert c.command("CONFIG", "SET", "appendonly", "no") == "OK"
+    assert info(c)["aof_enabled"] == "0"
+    assert c.command("SET", "b", "2") == "OK"
+    assert c.command("CONFIG", "SET", "appendonly", "yes") == "OK"
+    assert info(c)["aof_enabled"] == "1"
+    assert c.command("SET", "c", "3") == "OK"
+    s.kill9()
+    s.start()
+    c = s.raw()
+    assert [c.command("GET", k) for k in ("a", "c")] == [b"1", b"3"]
+
+
+@needs_log
+def test_move_and_swapdb_are_whole_across_kill9(fresh_server):
+    s = fresh_server(args=DEBUG)
+    c = write_held(s, 200)
+    for i in range(0, 200, 2):
+        assert c.command("MOVE", "k%d" % i, "1") == 1
+    assert c.command("SELECT", "2") == "OK"
+    assert c.command("SET", "in2", "x") == "OK"
+    assert c.command("SWAPDB", "1", "2") == "OK"
+    s.kill9()
+    s.start()
+    c = s.raw()
+    assert c.command("DBSIZE") == 100
+    assert c.command("SELECT", "2") == "OK"
+    assert c.command("DBSIZE") == 100  # the moved keys, swapped into db2
+    assert c.command("GET", "k0") == b"v0"
+    assert c.command("SELECT", "1") == "OK"
+    assert c.command("GET", "in2") == b"x"
+    # The files follow the names once the writer has caught up.
+    assert c.command("SAVE") == "OK"
+    s.stop()
+    s.start()
+    c = s.raw()
+    assert c.command("SELECT", "1") == "OK"
+    assert c.command("GET", "in2") == b"x" and c.command("DBSIZE") == 1
+
+
+def test_deprecated_durability_is_read_with_a_warning(fresh_server):
+    s = fresh_server(args=["--durability", "everysec"])
+    c = s.raw()
+    assert info(c)["aof_enabled"] == "0"
+    assert "'durability everysec' is deprecated" in s.log()
