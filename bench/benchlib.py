@@ -188,7 +188,7 @@ def loadavg() -> float | None:
 
 SERVER_CPU = "0"
 CLIENT_CPU = "1"
-_pinning = {"on": True}
+_pinning = {"on": False}  # setup_pinning() turns it on
 
 
 def pinning_possible() -> bool:
