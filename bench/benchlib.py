@@ -98,6 +98,12 @@ class Checks:
     def as_list(self) -> list[dict]:
         return list(self.items)
 
+    def markdown(self, details: bool = True) -> str:
+        """One line for BENCHMARKS.md: every check and its verdict."""
+        verdict = {True: "pass", False: "**FAIL**", None: "**not measured**"}
+        return "Checks: " + "; ".join(
+            f"{i['name']}: {verdict[i['ok']]}" + (f" ({i['detail']})" if details else "") for i in self.items) + "."
+
 
 def main_wrapper(main) -> None:
     """Runs main(); exits with its return code (0, or TARGET_MISSED), 1 on a

@@ -305,8 +305,7 @@ def main() -> int:
             "",
             bl.markdown_table(headers, rows, "ll" + "r" * (len(headers) - 2)),
             "",
-            "Check (issue 13): " + "; ".join(f"{c['name']}: {'pass' if c['ok'] else 'FAIL'} ({c['detail']})"
-                                            for c in checks.items) + ".",
+            checks.markdown(),
             "",
             "Raw numbers: [`bench/collection_writes.json`](bench/collection_writes.json).",
         ]

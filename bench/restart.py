@@ -351,7 +351,7 @@ def main() -> int:
         ]
         if verdict:
             md += [verdict[0].upper() + verdict[1:] + f" (target ≤ {args.target_ratio}×).", ""]
-        md += ["Checks: " + "; ".join(f"{c['name']}: {'pass' if c['ok'] else 'FAIL'}" for c in checks.items) + ".",
+        md += [checks.markdown(details=False),
                "", "Raw numbers: [`bench/restart.json`](bench/restart.json)."]
         bl.update_machine_section(info)
         bl.update_sections({"restart": "\n".join(md) + "\n"})

@@ -114,7 +114,6 @@ def run_ceiling(args, work: str) -> dict:
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=args.max_seconds)
     except subprocess.TimeoutExpired as error:
-        out = error
         partial = (error.stdout or b"").decode() if isinstance(error.stdout, bytes) else (error.stdout or "")
         return {"error": f"timed out after {args.max_seconds:.0f} s", "windows": parse_windows(partial)}
     finally:
@@ -447,7 +446,7 @@ def main() -> int:
                       f"{sustained['ceiling_rate']:,.0f} keys/s); target ≥ {args.target}×.")
         if end_to_end:
             md.append(f"- End to end (until all in SQLite): **{end_to_end['ratio']:.2f}×** the ceiling.")
-        md += ["", f"Checks: " + "; ".join(f"{c['name']}: {'pass' if c['ok'] else 'FAIL'}" for c in checks.items) + ".",
+        md += ["", checks.markdown(details=False),
                "", bl.markdown_table(headers, rows, "r" * len(headers)), "",
                "Raw numbers (every sample): [`bench/scale.json`](bench/scale.json)."]
         bl.update_machine_section(info)
