@@ -336,13 +336,34 @@ def run_stamp(info: dict, command: str, binary: str | None = None) -> str:
 # --------------------------------------------------------------------------
 # BENCHMARKS.md: sections between markers, rewritten by their own script.
 
-SECTION_ORDER = ["machine", "compare", "engine", "scale", "restart"]
+SECTION_ORDER = ["machine", "compare", "latency", "scale", "engine", "restart", "collections"]
 _HEADER = """# Benchmarks
 
 kvcache-server (SQLite file per cache) side by side with Debian's `redis-server`.
-This file is generated: each section below is rewritten by the script named in it
-(`bench/compare.py`, `bench/engine/run.py`, `bench/scale.py`, `bench/restart.py`);
-edit the scripts, not this file.
+This file is generated: each section below is rewritten by the script named in it;
+edit the scripts (bench/), not this file.
+
+## How to reproduce
+
+compare, latency, scale, restart and collection_writes (issue 13's targets)
+each start their servers on free 127.0.0.1 ports in temporary directories,
+pin each server (all its threads) to core 0 and the load to core 1
+(`--no-pin`: do not), stop everything they started, and exit 0 when the
+targets they check hold, 3 when one does not or could not be measured
+(`--no-check`: report only), 1 on a harness failure; `--help` says which
+targets. `--quick` is a smoke run of about a minute, `--no-write` leaves
+this file alone; each section says the command and commit it came from.
+
+| script | command (full run) | what it measures |
+| --- | --- | --- |
+| `bench/compare.py` | `python3 bench/compare.py` (~80 min; `--modes everysec,no` ~35 min) | SET, GET, MIXED at `-r 10000` and `-r 1000000`, `-P 1` and `-P 16`, in every persistence mode against the Redis of the same durability |
+| `bench/latency.py` | `python3 bench/latency.py` (~15 min) | a probe's GET p50/p99/p99.9 during a mass expiry of 1M keys, sustained ingest and a capacity cut, beside Redis (AOF everysec) |
+| `bench/scale.py` | `python3 bench/scale.py` (~10-15 min) | new-key ingest to 5M keys: rate over time, RSS, file and log sizes, against the C ceiling (`bench/engine/ceiling.c --mode ingest`) |
+| `bench/engine/run.py` | `python3 bench/engine/run.py --build-swift` (a few min) | the Swift engine against the same SQL in C |
+| `bench/restart.py` | `python3 bench/restart.py` (~5 min) | spawn to first GET after kill -9 with 1M entries and 200k unapplied writes, and after a clean stop, beside Redis reloading its AOF |
+| `bench/collection_writes.py` | `python3 bench/collection_writes.py` (~5-10 min) | RPUSH+LPOP, ZADD, HSET on 1K- and 100K-element values, beside Redis |
+| `bench/expiry_sweep.py` | `python3 bench/expiry_sweep.py` | the older one-server mass-expiry check (latency.py supersedes it) |
+| `bench/ab.sh` | `bench/ab.sh OLD NEW 5` | one change: two binaries, alternating rounds, medians |
 """
 
 
