@@ -351,6 +351,10 @@ def main() -> int:
         ]
         if verdict:
             md += [verdict[0].upper() + verdict[1:] + f" (target ≤ {args.target_ratio}×).", ""]
+        loads = [r["loadavg"] for r in runs if r.get("loadavg") is not None]
+        if loads:
+            md += [f"1-minute load average during the restarts: median {bl.median(loads):.1f}, range "
+                   f"{min(loads):.1f}–{max(loads):.1f} (2 cores: well above 2, other work shared them).", ""]
         md += [checks.markdown(details=False),
                "", "Raw numbers: [`bench/restart.json`](bench/restart.json)."]
         bl.update_machine_section(info)
