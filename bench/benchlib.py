@@ -360,7 +360,7 @@ this file alone; each section says the command and commit it came from.
 | `bench/latency.py` | `python3 bench/latency.py` (~15 min) | a probe's GET p50/p99/p99.9 during a mass expiry of 1M keys, sustained ingest and a capacity cut, beside Redis (AOF everysec) |
 | `bench/scale.py` | `python3 bench/scale.py` (~10-15 min) | new-key ingest to 5M keys: rate over time, RSS, file and log sizes, against the C ceiling (`bench/engine/ceiling.c --mode ingest`) |
 | `bench/engine/run.py` | `python3 bench/engine/run.py --build-swift` (a few min) | the Swift engine against the same SQL in C |
-| `bench/restart.py` | `python3 bench/restart.py` (~5 min) | spawn to first GET after kill -9 with 1M entries and 200k unapplied writes, and after a clean stop, beside Redis reloading its AOF |
+| `bench/restart.py` | `python3 bench/restart.py` (~2-3 min) | spawn to first GET after kill -9 with 1M entries and 200k unapplied writes, and after a clean stop, beside Redis reloading its AOF |
 | `bench/collection_writes.py` | `python3 bench/collection_writes.py` (~5-10 min) | RPUSH+LPOP, ZADD, HSET on 1K- and 100K-element values, beside Redis |
 | `bench/expiry_sweep.py` | `python3 bench/expiry_sweep.py` | the older one-server mass-expiry check (latency.py supersedes it) |
 | `bench/ab.sh` | `bench/ab.sh OLD NEW 5` | one change: two binaries, alternating rounds, medians |

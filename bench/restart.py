@@ -2,7 +2,7 @@
 """Spawn to first GET after a crash with unapplied writes in the log, and
 after a clean stop; kvcache-server beside Redis reloading its AOF.
 
-    python3 bench/restart.py            # 1,000,000 entries + 200,000 unapplied writes, 5 rounds: ~6-10 min
+    python3 bench/restart.py            # 1,000,000 entries + 200,000 unapplied writes, 5 rounds: ~2-3 min
     python3 bench/restart.py --quick    # 200,000 + 40,000, 3 rounds: ~1 min
 
 Preparation (untimed), each server on a free 127.0.0.1 port, pinned to core 0
