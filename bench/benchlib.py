@@ -9,6 +9,7 @@ Standard library only.
 from __future__ import annotations
 
 import atexit
+import math
 import datetime as _dt
 import os
 import platform
@@ -50,9 +51,63 @@ def install_signal_handlers() -> None:
         signal.signal(sig, _raise_interrupt)
 
 
+# Exit status of every script in bench/ (EXIT_STATUS is quoted in their --help):
+#   0  the run finished and every target property it checks holds (or --no-check)
+#   1  the harness failed (a server did not start, a tool is missing, a reply was wrong)
+#   2  bad command-line arguments (argparse)
+#   3  the run finished and at least one checked target property does not hold
+#      (or could not be measured); the "CHECK" lines say which
+#   130 interrupted (Ctrl-C, SIGTERM, SIGHUP)
+TARGET_MISSED = 3
+EXIT_STATUS = ("exit status: 0 every checked target holds (or --no-check), 1 harness failure, "
+               "2 bad arguments, 3 a checked target does not hold or could not be measured "
+               "(see the CHECK lines), 130 interrupted")
+
+
+class Checks:
+    """The target properties a script checks. Each is printed as a CHECK line;
+    `exit_code()` is TARGET_MISSED if one failed (or was not measured, ok None)
+    unless checking is off (--no-check: exploratory runs report, never fail)."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.items: list[dict] = []
+
+    def add(self, name: str, ok: bool | None, detail: str) -> None:
+        self.items.append({"name": name, "ok": ok, "detail": detail})
+
+    def report(self) -> None:
+        if not self.items:
+            return
+        print()
+        print("Target checks" + ("" if self.enabled else " (--no-check: reported only)") + ":")
+        for item in self.items:
+            verdict = {True: "pass", False: "FAIL", None: "FAIL (not measured)"}[item["ok"]]
+            print(f"CHECK {verdict}: {item['name']}: {item['detail']}")
+
+    @property
+    def failed(self) -> list[dict]:
+        return [i for i in self.items if i["ok"] is not True]
+
+    def exit_code(self) -> int:
+        if self.enabled and self.failed:
+            log(f"{len(self.failed)} of {len(self.items)} target check(s) failed: exit {TARGET_MISSED}")
+            return TARGET_MISSED
+        return 0
+
+    def as_list(self) -> list[dict]:
+        return list(self.items)
+
+    def markdown(self, details: bool = True) -> str:
+        """One line for BENCHMARKS.md: every check and its verdict."""
+        verdict = {True: "pass", False: "**FAIL**", None: "**not measured**"}
+        return "Checks: " + "; ".join(
+            f"{i['name']}: {verdict[i['ok']]}" + (f" ({i['detail']})" if details else "") for i in self.items) + "."
+
+
 def main_wrapper(main) -> None:
-    """Runs main(); exit 0 on success, 1 on a harness failure, 130 on Ctrl-C.
-    Servers are stopped in every case."""
+    """Runs main(); exits with its return code (0, or TARGET_MISSED), 1 on a
+    harness failure, 130 on Ctrl-C. Servers are stopped in every case."""
     install_signal_handlers()
     try:
         code = main()
@@ -134,6 +189,52 @@ def loadavg() -> float | None:
 
 
 # --------------------------------------------------------------------------
+# Pinning (DESIGN.md, "How a >= 1.0x Redis is measured"): each server and
+# all its threads on core 0 (`taskset -c 0`), the load generator on core 1.
+
+SERVER_CPU = "0"
+CLIENT_CPU = "1"
+_pinning = {"on": False}  # setup_pinning() turns it on
+
+
+def pinning_possible() -> bool:
+    try:
+        cpus = os.sched_getaffinity(0) | {int(SERVER_CPU), int(CLIENT_CPU)}
+        return (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None and len(cpus) >= 2
+    except (AttributeError, OSError):
+        return False
+
+
+def setup_pinning(enabled: bool = True) -> bool:
+    """Turns pinning on (servers on core 0, this process and what it spawns
+    on core 1) if asked and possible. Returns whether it is on."""
+    on = enabled and pinning_possible()
+    if enabled and not on:
+        log("cannot pin (fewer than 2 cores or no taskset): servers and load share every core")
+    _pinning["on"] = on
+    if on:
+        try:
+            os.sched_setaffinity(0, {int(CLIENT_CPU)})
+        except OSError as error:
+            log(f"cannot pin this process to core {CLIENT_CPU}: {error}")
+    return on
+
+
+def pinning_on() -> bool:
+    return _pinning["on"]
+
+
+def pinned(argv: list[str], cpu: str) -> list[str]:
+    """argv under `taskset -c cpu` when pinning is on."""
+    return ["taskset", "-c", cpu, *argv] if _pinning["on"] else list(argv)
+
+
+def client_argv(argv: list[str]) -> list[str]:
+    """A load generator's command line (core 1 when pinning)."""
+    return pinned(argv, CLIENT_CPU)
+
+
+# --------------------------------------------------------------------------
 # Machine facts.
 
 def _first_line(cmd: list[str]) -> str:
@@ -146,35 +247,14 @@ def _first_line(cmd: list[str]) -> str:
 
 
 def git_commit() -> str:
-    """HEAD's hash, read from .git without writing anything; '+dirty' if the
-    tracked files differ from it."""
-    git = REPO / ".git"
-    commit = "unknown"
-    if git.is_file():  # a worktree: .git names the real git directory
-        try:
-            out = subprocess.run(["git", "--no-optional-locks", "rev-parse", "HEAD"], cwd=REPO,
-                                 capture_output=True, text=True, timeout=60)
-            commit = out.stdout.strip() or commit
-        except (OSError, subprocess.TimeoutExpired):
-            return commit
-        git = None
+    """HEAD's hash; '+dirty' if the tracked files differ from it. Works in a
+    git worktree too (where .git is a file, not a directory)."""
     try:
-        head = (git / "HEAD").read_text().strip() if git else ""
-        if not head:
-            pass
-        elif head.startswith("ref: "):
-            ref = head[5:]
-            ref_file = git / ref
-            if ref_file.exists():
-                commit = ref_file.read_text().strip()
-            elif (git / "packed-refs").exists():
-                for line in (git / "packed-refs").read_text().splitlines():
-                    if line.endswith(" " + ref):
-                        commit = line.split()[0]
-        else:
-            commit = head
-    except OSError:
-        return commit
+        out = subprocess.run(["git", "--no-optional-locks", "rev-parse", "HEAD"], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+        commit = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
     try:
         out = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "-uno"],
                              cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -256,13 +336,34 @@ def run_stamp(info: dict, command: str, binary: str | None = None) -> str:
 # --------------------------------------------------------------------------
 # BENCHMARKS.md: sections between markers, rewritten by their own script.
 
-SECTION_ORDER = ["machine", "compare", "engine", "scale", "restart"]
+SECTION_ORDER = ["machine", "compare", "latency", "scale", "engine", "restart", "collections"]
 _HEADER = """# Benchmarks
 
 kvcache-server (SQLite file per cache) side by side with Debian's `redis-server`.
-This file is generated: each section below is rewritten by the script named in it
-(`bench/compare.py`, `bench/engine/run.py`, `bench/scale.py`, `bench/restart.py`);
-edit the scripts, not this file.
+This file is generated: each section below is rewritten by the script named in it;
+edit the scripts (bench/), not this file.
+
+## How to reproduce
+
+compare, latency, scale, restart and collection_writes (issue 13's targets)
+each start their servers on free 127.0.0.1 ports in temporary directories,
+pin each server (all its threads) to core 0 and the load to core 1
+(`--no-pin`: do not), stop everything they started, and exit 0 when the
+targets they check hold, 3 when one does not or could not be measured
+(`--no-check`: report only), 1 on a harness failure; `--help` says which
+targets. `--quick` is a smoke run of about a minute, `--no-write` leaves
+this file alone; each section says the command and commit it came from.
+
+| script | command (full run) | what it measures |
+| --- | --- | --- |
+| `bench/compare.py` | `python3 bench/compare.py` (~80 min; `--modes everysec,no` ~35 min) | SET, GET, MIXED at `-r 10000` and `-r 1000000`, `-P 1` and `-P 16`, in every persistence mode against the Redis of the same durability |
+| `bench/latency.py` | `python3 bench/latency.py` (~15 min) | a probe's GET p50/p99/p99.9 during a mass expiry of 1M keys, sustained ingest and a capacity cut, beside Redis (AOF everysec) |
+| `bench/scale.py` | `python3 bench/scale.py` (~10-15 min) | new-key ingest to 5M keys: rate over time, RSS, file and log sizes, against the C ceiling (`bench/engine/ceiling.c --mode ingest`) |
+| `bench/engine/run.py` | `python3 bench/engine/run.py --build-swift` (a few min) | the Swift engine against the same SQL in C |
+| `bench/restart.py` | `python3 bench/restart.py` (~2-3 min) | spawn to first GET after kill -9 with 1M entries and 200k unapplied writes, and after a clean stop, beside Redis reloading its AOF |
+| `bench/collection_writes.py` | `python3 bench/collection_writes.py` (~5-10 min) | RPUSH+LPOP, ZADD, HSET on 1K- and 100K-element values, beside Redis |
+| `bench/expiry_sweep.py` | `python3 bench/expiry_sweep.py` | the older one-server mass-expiry check (latency.py supersedes it) |
+| `bench/ab.sh` | `bench/ab.sh OLD NEW 5` | one change: two binaries, alternating rounds, medians |
 """
 
 
@@ -345,8 +446,9 @@ class Server:
     so that it is stopped on exit, Ctrl-C or an exception.
     """
 
-    def __init__(self, name: str, argv_for, kind: str, data_dir: str | None = None):
+    def __init__(self, name: str, argv_for, kind: str, data_dir: str | None = None, pin: bool = True):
         self.name = name
+        self.pin = pin
         self.argv_for = argv_for
         self.kind = kind  # "redis" or "kvcache"
         self.dir = data_dir or make_tempdir(f"bench-{name}-")
@@ -360,7 +462,8 @@ class Server:
     def display_argv(self) -> list[str]:
         """The command line with P for the port and D for the directory."""
         argv = self.argv_for("P", "D")
-        return [str(Path(a).relative_to(REPO)) if a.startswith(str(REPO) + "/") else a for a in argv]
+        argv = [str(Path(a).relative_to(REPO)) if a.startswith(str(REPO) + "/") else a for a in argv]
+        return pinned(argv, SERVER_CPU) if self.pin else argv
 
     def spawn(self, port: int | None = None) -> None:
         self.port = port or free_port()
@@ -368,7 +471,8 @@ class Server:
         logf = open(self.log_path, "ab")
         self.spawned_at = time.monotonic()
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT,
+            argv = pinned(self.argv, SERVER_CPU) if self.pin else self.argv
+            self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as error:
             raise ServerFailed(f"{self.argv[0]}: {error}")
@@ -426,6 +530,33 @@ class Server:
             return None
         return None
 
+    def rss_fields(self) -> dict[str, int]:
+        """VmRSS, RssAnon and RssFile of the process, in bytes (empty if it is gone)."""
+        out: dict[str, int] = {}
+        if not self.alive():
+            return out
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                name, _, rest = line.partition(":")
+                if name in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+                    out[name] = int(rest.split()[0]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return out
+
+    def kill(self) -> int | None:
+        """SIGKILL (a crash, as kill -9), and waits. Returns the exit code."""
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.kill()
+        code = proc.wait()
+        if self in _servers:
+            _servers.remove(self)
+        self.proc = None
+        return code
+
     def stop(self, timeout: float = 60) -> int | None:
         """SIGTERM (a clean stop for both servers), then SIGKILL after timeout.
         Returns the exit code."""
@@ -447,21 +578,74 @@ class Server:
         return code
 
 
-def redis_server(name: str, extra: list[str], data_dir: str | None = None) -> Server:
+def redis_server(name: str, extra: list[str], data_dir: str | None = None, pin: bool = True) -> Server:
     def argv(port: int, d: str) -> list[str]:
         return ["redis-server", "--port", str(port), "--bind", HOST, "--dir", d,
                 "--daemonize", "no", "--logfile", "", *extra]
-    return Server(name, argv, "redis", data_dir)
+    return Server(name, argv, "redis", data_dir, pin)
 
 
-def kvcache_server(name: str, extra: list[str], data_dir: str | None = None) -> Server:
+def kvcache_server(name: str, extra: list[str], data_dir: str | None = None, pin: bool = True) -> Server:
     def argv(port: int, d: str) -> list[str]:
         return [str(KVCACHE_BIN), "--port", str(port), "--dir", d, *extra]
-    return Server(name, argv, "kvcache", data_dir)
+    return Server(name, argv, "kvcache", data_dir, pin)
 
 
 REDIS_NOPERSIST = ["--save", "", "--appendonly", "no"]
 REDIS_AOF_EVERYSEC = ["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
+REDIS_AOF_ALWAYS = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+
+
+def info_fields(client: "Client", section: str = "") -> dict[str, str]:
+    """INFO [section] as a dict of its `name:value` lines."""
+    text = client.command(*(["INFO", section] if section else ["INFO"]))
+    text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+    out = {}
+    for line in text.splitlines():
+        if ":" in line and not line.startswith("#"):
+            name, _, value = line.partition(":")
+            out[name.strip()] = value.strip()
+    return out
+
+
+def busy_reason(server: Server) -> str | None:
+    """Why a server is not idle, or None: kvcache with writes not yet applied
+    to SQLite (memtable_bytes, writer_jobs_in_flight), Redis with an AOF
+    rewrite or RDB save running or scheduled."""
+    with Client(server.port, timeout=10) as c:
+        f = info_fields(c, "persistence")
+    if server.kind == "kvcache":
+        mem, jobs = int(f.get("memtable_bytes", "0") or 0), int(f.get("writer_jobs_in_flight", "0") or 0)
+        if f.get("writer_paused", "0") == "1":
+            return None  # held on purpose (DEBUG WRITER PAUSE)
+        return f"memtable_bytes={mem} writer_jobs_in_flight={jobs}" if mem or jobs else None
+    busy = [k for k in ("aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress")
+            if f.get(k, "0") not in ("0", "")]
+    return ",".join(busy) or None
+
+
+def wait_idle(servers: list[Server], timeout: float = 120, poll: float = 0.1) -> float:
+    """Waits until no server has background work (busy_reason), so one
+    server's writer or AOF rewrite does not run on core 0 while another is
+    measured. Returns the seconds waited; logs and gives up after timeout."""
+    t0 = time.monotonic()
+    while True:
+        reasons = {}
+        for s in servers:
+            if not s.alive():
+                continue
+            try:
+                r = busy_reason(s)
+            except (OSError, RespError, ValueError):
+                r = None
+            if r:
+                reasons[s.name] = r
+        if not reasons:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            log(f"still busy after {timeout:.0f} s, measuring anyway: {reasons}")
+            return time.monotonic() - t0
+        time.sleep(poll)
 
 
 # --------------------------------------------------------------------------
@@ -599,6 +783,14 @@ def median(values: list[float]) -> float | None:
         return None
     mid = len(vals) // 2
     return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def percentile(samples: list[float], p: float) -> float | None:
+    """The p-th percentile (nearest rank) of samples, None if there are none."""
+    if not samples:
+        return None
+    s = sorted(samples)
+    return s[min(len(s) - 1, max(0, math.ceil(len(s) * p / 100.0 - 1e-9) - 1))]
 
 
 def markdown_table(headers: list[str], rows: list[list[str]], align: str | None = None) -> str:

@@ -9,8 +9,9 @@
  * much the Swift layer costs.
  *
  *   gcc -O2 ceiling.c -lsqlite3 -lcrypto -o ceiling
- *   ./ceiling --entries N --mode put1|put1000|get --dir D [--ops K] [--seed S]
+ *   ./ceiling --entries N --mode put1|put1000|get|ingest --dir D [--ops K] [--seed S]
  *             [--wal-autocheckpoint PAGES]  (not set by default: SQLite's 1000)
+ *             [--batch B] [--report-every R] [--cache-mib M] [--checkpoint-pages P]  (ingest)
  *
  * Like kvcache-bench (Sources/kvcache-bench), it first fills an empty cache
  * with N entries, key:0 ... key:<N-1>, 1000 puts per transaction (untimed),
@@ -22,6 +23,23 @@
  *
  * Values are 100 bytes, metadata empty, no expiry. Prints one JSON line:
  *   {"impl":"c","mode":"put1","entries":N,"ops":K,"seconds":S,"ops_per_sec":R}
+ *
+ * ingest   the ceiling for sustained new-key ingest (issue 13; bench/scale.py
+ *          compares the server against it): N new keys key:000000000000 ...
+ *          (redis-benchmark's names, as the server gets them), timed from an
+ *          empty cache, in batches of --batch (default 50000) keys, each batch
+ *          sorted by digest and applied in one transaction with the server
+ *          writer's statement (INSERT ... ON CONFLICT(digest) DO UPDATE) and
+ *          its stats UPDATE, on the writer connection's settings: WAL,
+ *          synchronous=FULL (the server's writer fsyncs each commit),
+ *          wal_autocheckpoint=0 and a PASSIVE checkpoint after a commit once
+ *          the WAL passes --checkpoint-pages (default 4000, as the server),
+ *          --cache-mib page cache (default 8: the server's writer gets half of
+ *          sqlite-cache-size, 16mb). Digesting and sorting are timed too.
+ *          --report-every R prints a JSON line each R keys:
+ *            {"impl":"c","mode":"ingest","rows":n,"seconds":S,"window_rows":R,
+ *             "window_seconds":W,"window_rate":r}
+ *          then the summary line above (ops = entries = N).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -98,6 +116,18 @@ static void digest(const unsigned char *key, size_t len, unsigned char out[32]) 
 }
 
 static long wal_autocheckpoint = -1; /* -1: SQLite's default (1000 pages), as the brief's pragmas */
+/* ingest: the server writer's settings (CacheFile.configureWriter). */
+static int ingest_mode = 0;
+static long cache_mib = 8;
+static long checkpoint_pages = 4000;
+static int wal_pages = 0;
+static sqlite3_stmt *st_upsert;
+
+static int on_wal_commit(void *arg, sqlite3 *handle, const char *name, int pages) {
+    (void)arg; (void)handle; (void)name;
+    wal_pages = pages;
+    return SQLITE_OK;
+}
 
 static void open_cache(const char *dir) {
     char path[4096];
@@ -116,8 +146,18 @@ static void open_cache(const char *dir) {
     if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) die("open");
     /* The engine's pragmas: shared locking (its WAL checkpoints run on a
      * second connection), WAL, synchronous=NORMAL, a 16 MiB page cache. */
-    exec_sql("PRAGMA page_size=4096; PRAGMA journal_mode=WAL; "
-             "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;");
+    if (ingest_mode) {
+        char pragmas[512];
+        snprintf(pragmas, sizeof pragmas,
+                 "PRAGMA page_size=4096; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+                 "PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=%d; PRAGMA cache_size=-%ld; "
+                 "PRAGMA temp_store=MEMORY;", 16 << 20, cache_mib * 1024);
+        exec_sql(pragmas);
+        sqlite3_wal_hook(db, on_wal_commit, NULL);
+    } else {
+        exec_sql("PRAGMA page_size=4096; PRAGMA journal_mode=WAL; "
+                 "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;");
+    }
     if (wal_autocheckpoint >= 0) {
         char pragma[64];
         snprintf(pragma, sizeof pragma, "PRAGMA wal_autocheckpoint=%ld", wal_autocheckpoint);
@@ -149,6 +189,13 @@ static void open_cache(const char *dir) {
     st_stats = prepare(
         "UPDATE stats SET entries = ?, bytes = ?, next_seq = ?, volatile = ?, expires_sum = ? WHERE id = 1");
     st_get = prepare("SELECT storage_date, metadata, value, expires_at, kind FROM entries WHERE digest = ?");
+    /* The server writer's statement (CacheFile+Apply.swift). */
+    st_upsert = prepare(
+        "INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date, "
+        "seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key, "
+        "metadata = excluded.metadata, value = excluded.value, kind = excluded.kind");
 }
 
 static void close_cache(void) {
@@ -159,6 +206,7 @@ static void close_cache(void) {
     sqlite3_finalize(st_update);
     sqlite3_finalize(st_stats);
     sqlite3_finalize(st_get);
+    sqlite3_finalize(st_upsert);
     exec_sql("PRAGMA wal_checkpoint(TRUNCATE)");
     sqlite3_close_v2(db);
     db = NULL;
@@ -250,6 +298,75 @@ static int get(uint64_t n) {
     return found;
 }
 
+/* ingest: one pending key of a batch, its digest first (sorted by it). */
+struct pending {
+    unsigned char digest[32];
+    char key[24];
+    int klen;
+};
+
+static int by_digest(const void *a, const void *b) {
+    return memcmp(((const struct pending *)a)->digest, ((const struct pending *)b)->digest, 32);
+}
+
+/* Times N new keys in digest-sorted batches, as the server's writer applies
+ * them; prints a JSON line every report_every keys. Returns the seconds. */
+static double ingest(long long entries, long long batch, long long report_every) {
+    struct pending *rows = malloc(sizeof *rows * (size_t)batch);
+    if (!rows) {
+        fprintf(stderr, "ceiling: out of memory for a batch of %lld\n", batch);
+        exit(2);
+    }
+    double t0 = now_seconds(), window_start = t0;
+    long long window_rows = 0;
+    for (long long n = 0; n < entries; n += batch) {
+        long long count = entries - n < batch ? entries - n : batch;
+        for (long long i = 0; i < count; i++) {
+            struct pending *r = &rows[i];
+            r->klen = snprintf(r->key, sizeof r->key, "key:%012lld", n + i);
+            digest((const unsigned char *)r->key, (size_t)r->klen, r->digest);
+        }
+        qsort(rows, (size_t)count, sizeof *rows, by_digest);
+        begin();
+        double date = wall_seconds();
+        for (long long i = 0; i < count; i++) {
+            struct pending *r = &rows[i];
+            int64_t size = r->klen + VALUE_SIZE;
+            sqlite3_bind_int64(st_upsert, 1, size);
+            sqlite3_bind_double(st_upsert, 2, date);
+            sqlite3_bind_int64(st_upsert, 3, t_next_seq++);
+            sqlite3_bind_null(st_upsert, 4);
+            sqlite3_bind_blob(st_upsert, 5, r->key, r->klen, SQLITE_STATIC);
+            sqlite3_bind_blob(st_upsert, 6, empty_metadata, 0, SQLITE_STATIC);
+            sqlite3_bind_blob(st_upsert, 7, value, VALUE_SIZE, SQLITE_STATIC);
+            sqlite3_bind_int64(st_upsert, 8, 0);
+            sqlite3_bind_blob(st_upsert, 9, r->digest, 32, SQLITE_STATIC);
+            step_done(st_upsert, "INSERT ... ON CONFLICT DO UPDATE");
+            t_entries += 1;
+            t_bytes += size;
+        }
+        commit();
+        if (wal_pages >= checkpoint_pages) {
+            int log_frames = 0, copied = 0;
+            int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
+            if (rc == SQLITE_OK && log_frames == copied) wal_pages = 0;
+        }
+        window_rows += count;
+        if (report_every > 0 && (window_rows >= report_every || n + count >= entries)) {
+            double now = now_seconds();
+            printf("{\"impl\":\"c\",\"mode\":\"ingest\",\"rows\":%lld,\"seconds\":%.6f,\"window_rows\":%lld,"
+                   "\"window_seconds\":%.6f,\"window_rate\":%.1f}\n",
+                   n + count, now - t0, window_rows, now - window_start,
+                   now > window_start ? window_rows / (now - window_start) : 0.0);
+            fflush(stdout);
+            window_rows = 0;
+            window_start = now;
+        }
+    }
+    free(rows);
+    return now_seconds() - t0;
+}
+
 static uint64_t rng_state = 88172645463325252ULL;
 static uint64_t next_random(void) { /* xorshift64* */
     rng_state ^= rng_state >> 12;
@@ -260,17 +377,19 @@ static uint64_t next_random(void) { /* xorshift64* */
 
 static void usage(FILE *to) {
     fprintf(to,
-            "usage: ceiling --entries N --mode put1|put1000|get --dir D [--ops K] [--seed S]\n"
+            "usage: ceiling --entries N --mode put1|put1000|get|ingest --dir D [--ops K] [--seed S]\n"
             "               [--wal-autocheckpoint PAGES]   (default: SQLite's, 1000)\n"
             "Fills N entries (untimed), then times K operations on random existing keys:\n"
             "  put1     K overwrites, one transaction per put (default K 5000)\n"
             "  put1000  K overwrites, 1000 per transaction (default K 100000)\n"
             "  get      K gets (default K 200000)\n"
+            "  ingest   N new keys from empty, digest-sorted batches (--batch B, default 50000), the server\n"
+            "           writer's upsert and settings (--cache-mib, --checkpoint-pages, --report-every R)\n"
             "Prints one JSON line: {\"impl\":\"c\",\"mode\":...,\"entries\":N,\"ops\":...,\"seconds\":...,\"ops_per_sec\":...}\n");
 }
 
 int main(int argc, char **argv) {
-    long long entries = -1, ops = -1;
+    long long entries = -1, ops = -1, batch = 50000, report_every = 0;
     const char *mode = NULL, *dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -288,16 +407,22 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--ops")) ops = atoll(argv[++i]);
         else if (!strcmp(a, "--seed")) rng_state = (uint64_t)atoll(argv[++i]) | 1;
         else if (!strcmp(a, "--wal-autocheckpoint")) wal_autocheckpoint = atol(argv[++i]);
+        else if (!strcmp(a, "--batch")) batch = atoll(argv[++i]);
+        else if (!strcmp(a, "--report-every")) report_every = atoll(argv[++i]);
+        else if (!strcmp(a, "--cache-mib")) cache_mib = atol(argv[++i]);
+        else if (!strcmp(a, "--checkpoint-pages")) checkpoint_pages = atol(argv[++i]);
         else {
             usage(stderr);
             return 2;
         }
     }
     if (entries <= 0 || !mode || !dir ||
-        (strcmp(mode, "put1") && strcmp(mode, "put1000") && strcmp(mode, "get"))) {
+        (strcmp(mode, "put1") && strcmp(mode, "put1000") && strcmp(mode, "get") && strcmp(mode, "ingest")) ||
+        batch <= 0 || cache_mib <= 0) {
         usage(stderr);
         return 2;
     }
+    ingest_mode = !strcmp(mode, "ingest");
 
     sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
     mdctx = EVP_MD_CTX_new();
@@ -306,6 +431,21 @@ int main(int argc, char **argv) {
         return 2;
     }
     open_cache(dir);
+
+    if (ingest_mode) {
+        double seconds = ingest(entries, batch, report_every);
+        if (t_entries != entries) {
+            fprintf(stderr, "ceiling: %lld entries at the end, expected %lld\n", (long long)t_entries, entries);
+            return 2;
+        }
+        close_cache();
+        EVP_MD_CTX_free(mdctx);
+        EVP_MD_free(sha256);
+        printf("{\"impl\":\"c\",\"mode\":\"ingest\",\"entries\":%lld,\"ops\":%lld,\"batch\":%lld,"
+               "\"cache_mib\":%ld,\"checkpoint_pages\":%ld,\"seconds\":%.6f,\"ops_per_sec\":%.1f}\n",
+               entries, entries, batch, cache_mib, checkpoint_pages, seconds, seconds > 0 ? entries / seconds : 0.0);
+        return 0;
+    }
 
     /* Fill N entries, 1000 per transaction, untimed. */
     for (long long n = 0; n < entries; n += 1000) {

@@ -24,6 +24,11 @@ repeat right after the C one, and reports swift / c. Both print one JSON line
 per measurement: {"impl":..., "mode":..., "entries":N, "ops":..., "seconds":...,
 "ops_per_sec":...}. Medians over --repeat runs go to a table, to
 bench/engine/results.json and to the "engine" section of BENCHMARKS.md.
+
+ceiling.c also has `--mode ingest` (new keys from an empty file in
+digest-sorted batches of 50,000 with the server writer's upsert and
+settings): the ceiling bench/scale.py builds with build_ceiling() and sets
+the server's sustained ingest beside (issue 13's ">= 0.8x" target).
 """
 
 from __future__ import annotations
