@@ -153,6 +153,7 @@ extension Server {
             // As Redis, a line per cache holding keys: Redis's three fields
             // first, then this server's (content bytes, capacity, policy, counters).
             var lines: [String] = []
+            for cache in registry.open.values { try? makeTotalsExact(cache) }
             for name in registry.open.keys.sorted() {
                 guard let s = registry.open[name]?.statistics(), s.entries > 0 else { continue }
                 let avgTTL = s.volatileEntries > 0 ? max(0, s.meanExpiresAt - now) : 0

@@ -640,6 +640,17 @@ public final class Server {
 
     // MARK: Persistence
 
+    /// Makes a cache's totals exact after a replay's blind writes: waits for
+    /// the writer when it holds some (it corrects them), looks the rest up.
+    func makeTotalsExact(_ cache: OpenCache) throws {
+        guard let engine = cache.engine, engine.totalsPending else { return }
+        if engine.totalsPendingInFlight {
+            persistence.writer.waitUntilIdle()
+            persistence.collectFinished()
+        }
+        try engine.resolveTotals()
+    }
+
     /// A cache whose file SQLite found damaged: once the writer is done
     /// with it, the file is moved aside and the cache starts empty.
     func recoverCorrupt(_ cache: OpenCache, reason: String) {
@@ -798,7 +809,8 @@ public final class Server {
     /// Evicts a bounded batch from each cache over its capacity (after a
     /// capacity cut, a swap, or a file opened with a smaller capacity).
     func continueEviction() {
-        for cache in registry.open.values where cache.needsEviction {
+        guard !persistence.loading else { return }  // the totals are exact once the replay's writes are applied
+        for cache in registry.open.values where cache.needsEviction || (cache.engine?.overCapacity ?? false) {
             do {
                 cache.needsEviction = !(try Keyspace(server: self, cache: cache).evict(limit: Self.evictionBatch))
             } catch {

@@ -139,6 +139,52 @@ struct WriterTests {
         #expect(e.count == 20 && e.statistics().expired == 30)
     }
 
+    @Test func aReplayWritesBlindAndTheWriterCorrectsTheTotals() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<10 { try e.put(entry("k\(i)", "12345", expiresAt: i < 3 ? 9_999_999_999_999 : nil)) }
+        flush(e, writer, lsn: 1)
+        #expect(e.count == 10 && e.contentBytes == 10 * 7)
+        // A replay: k0-k4 exist in the file, n0-n2 do not; k5 deleted, k6 twice.
+        for i in 0..<5 { try e.replayPut(entry("k\(i)", "1")) }
+        for i in 0..<3 { try e.replayPut(entry("n\(i)", "1")) }
+        try e.replayDelete(bytes("k5"))
+        try e.replayDelete(bytes("gone"))
+        try e.replayPut(entry("k6", "12"))
+        try e.replayPut(entry("k6", "123"))
+        #expect(e.count == 10 + 5 + 3 + 1)  // counted as new until applied
+        #expect(e.totalsPending)
+        flush(e, writer, lsn: 2)
+        #expect(!e.totalsPending)
+        #expect(e.count == 12)  // k0-k9, less k5, plus n0-n2
+        let expected = 5 * 3 + 3 * 3 + 7 * 3 + 5 /* k6 */ + 0
+        #expect(e.contentBytes == expected)
+        #expect(e.statistics().volatileEntries == 0)  // k0-k2 were overwritten without an expiry
+        e.close()
+        let reopened = try engine(tier: 0)
+        #expect(reopened.count == 12 && reopened.contentBytes == expected)
+        #expect(try reopened.keys().count == 12)
+    }
+
+    @Test func resolvingTheTotalsLooksTheBlindWritesUp() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<6 { try e.put(entry("k\(i)", "12345")) }
+        flush(e, writer, lsn: 1)
+        for i in 0..<4 { try e.replayPut(entry("k\(i)", "1")) }
+        try e.replayPut(entry("new", "1"))
+        try e.replayDelete(bytes("k5"))
+        #expect(e.count == 11)
+        try e.resolveTotals()
+        #expect(!e.totalsPending && e.count == 6 && e.contentBytes == 4 * 3 + 7 + 4)
+        flush(e, writer, lsn: 2)
+        #expect(e.count == 6 && e.contentBytes == 4 * 3 + 7 + 4)
+        e.close()
+        #expect(try engine(tier: 0).count == 6)
+    }
+
     @Test func liveValuesAreFrozenWhileABatchHoldsThem() throws {
         let e = try engine()
         let writer = BatchWriter(onFinished: {})

@@ -96,7 +96,9 @@ struct Keyspace {
 
     /// The number of entries (expired ones not yet removed included), as DBSIZE.
     func count() throws -> Int {
-        try engine.count
+        let engine = try self.engine
+        if engine.totalsPending { try server.makeTotalsExact(cache) }
+        return engine.count
     }
 
     /// Every live key.

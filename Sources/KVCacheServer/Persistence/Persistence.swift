@@ -519,6 +519,8 @@ final class Persistence {
             server.logger.notice("DB loaded from append only file: \(String(format: "%.3f", seconds)) seconds "
                 + "(\(loadedRecords) records)")
             sealRequested = true
+            // Capacity waited for the replay to end (and for the writer's corrections).
+            for cache in server.registry.open.values where cache.engine?.overCapacity ?? false { cache.needsEviction = true }
         }
     }
 
@@ -542,10 +544,10 @@ final class Persistence {
         }
         switch op {
         case .put(let cache, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
-            try engine(cache)?.put(StoredEntry(key: key, row: Row(storageDate: storageDate, expiresAt: expiresAt,
-                                                                    kind: kind, metadata: metadata, value: .bytes(value))))
+            try engine(cache)?.replayPut(StoredEntry(key: key, row: Row(storageDate: storageDate, expiresAt: expiresAt,
+                                                                          kind: kind, metadata: metadata, value: .bytes(value))))
         case .delete(let cache, let key):
-            try engine(cache)?.delete(key)
+            try engine(cache)?.replayDelete(key)
         case .expire(let cache, let key, let at):
             _ = try engine(cache)?.setExpiry(key, at)
         case .clear(let cache):

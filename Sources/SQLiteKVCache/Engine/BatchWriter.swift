@@ -128,6 +128,13 @@ public final class BatchWriter: @unchecked Sendable {
             let started = Date()
             for batch in job.batches { batch.apply() }
             for file in job.truncating { file.truncateWAL() }
+            if condition.withLock({ queue.isEmpty }) {
+                // Idle: empty the WALs a large batch left (a restart then
+                // reads no WAL, and the disk gets the room back).
+                for batch in job.batches where batch.file.walPages.load() >= CacheFile.checkpointThresholdPages {
+                    batch.file.truncateWAL()
+                }
+            }
             let now = Date()
             job.finished = now
 
@@ -146,6 +153,9 @@ public final class BatchWriter: @unchecked Sendable {
 extension CacheFile {
     /// Copies the whole WAL into the file and empties it (on the writer connection).
     func truncateWAL() {
-        try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if (try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")) != nil {
+            walPages.store(0)
+            checkpoints.add(1)
+        }
     }
 }

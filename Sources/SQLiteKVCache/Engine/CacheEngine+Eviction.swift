@@ -46,6 +46,12 @@ struct EvictionWalk {
     var position: CacheFile.EvictionPosition?
     var phase = EvictionOrder.age
     var fileDone = false
+    /// A batch reached the file since the walk started: at the end of the
+    /// file, it starts over once (rows applied behind it).
+    var fileChanged = false
+    /// Rows a step may pass over (evicted or changed since): a bound on the
+    /// work one step does, so a stale walk cannot stall the loop.
+    static let skipBudget = 2048
 
     /// Starts the walk over the file again, from the start of `policy`'s order.
     mutating func reset(for policy: EvictionPolicy) {
@@ -54,6 +60,7 @@ struct EvictionWalk {
         pageIndex = 0
         position = nil
         fileDone = false
+        fileChanged = false
         switch policy {
         case .fifo, .noeviction: phase = .age
         case .lru: phase = .recency
@@ -89,6 +96,7 @@ extension CacheEngine {
     /// - Returns: true when the cache is within capacity.
     func evictToCapacity(limit: Int) throws(SQLiteKVCache.Error) -> Bool {
         guard capacity > 0 else { return true }
+        if table.assumedNewCount > 0 && totals.bytes > capacity { try resolveTotals() }  // after a replay: exact first
         var evicted = 0
         while totals.bytes > capacity && evicted < limit {
             guard let victim = try nextVictim() else { break }
@@ -138,6 +146,7 @@ extension CacheEngine {
 
     private func nextFileCandidate() throws(SQLiteKVCache.Error) -> (order: EvictionOrderKey, victim: Victim)? {
         guard !fileVoid else { return nil }
+        var skipped = 0
         while true {
             if eviction.pageIndex >= eviction.page.count {
                 guard !eviction.fileDone else { return nil }
@@ -146,6 +155,13 @@ extension CacheEngine {
                     if policy == .volatileTTL && eviction.phase == .expiry {
                         eviction.phase = .age
                         eviction.position = nil
+                        continue
+                    }
+                    if eviction.fileChanged {
+                        // Rows applied behind the walk: once more from the start.
+                        let heap = eviction.heap
+                        eviction.reset(for: policy)
+                        eviction.heap = heap
                         continue
                     }
                     eviction.fileDone = true
@@ -171,6 +187,8 @@ extension CacheEngine {
                 // one only if it has the same write order.
                 guard let current = slot.row, current.seq == row.seq else {
                     eviction.pageIndex += 1
+                    skipped += 1
+                    if skipped >= EvictionWalk.skipBudget { return nil }  // go on in the next step
                     continue
                 }
                 return (order, Victim(digest: row.digest, key: slot.key, size: slot.contentSize, expiresAt: current.expiresAt))

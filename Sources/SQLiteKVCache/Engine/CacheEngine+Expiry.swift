@@ -50,9 +50,14 @@ extension CacheEngine {
             removed += 1
         }
         if removed < limit && !fileVoid && expiry.fileHint <= now {
-            let wanted = limit - removed
-            let rows = try file.expiredRows(now: now, after: expiry.position, limit: wanted)
+            // Read a page even when few are wanted: rows a newer state in
+            // memory shadows are passed over without counting.
+            let fetch = max(limit - removed, 64)
+            let rows = try file.expiredRows(now: now, after: expiry.position, limit: fetch)
+            var examined = 0
             for row in rows {
+                if removed == limit { break }
+                examined += 1
                 expiry.position = (row.expiresAt ?? .max, row.digest)
                 if let slot = table.slot(row.digest) {
                     // Memory knows a newer state: the heap covers it if it expires.
@@ -63,7 +68,7 @@ extension CacheEngine {
                 }
                 removed += 1
             }
-            if rows.count < wanted {
+            if rows.count < fetch && examined == rows.count {
                 // Every row due by now was seen: wait for the next one to fall due.
                 expiry.fileHint = try file.earliestExpiry(after: now) ?? .max
             }

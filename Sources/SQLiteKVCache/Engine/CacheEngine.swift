@@ -214,6 +214,71 @@ public final class CacheEngine {
         _ = try evictToCapacity(limit: .max)
     }
 
+    // MARK: Replaying the log
+
+    /// Stores `entry` as a replay of the log does: when memory does not
+    /// know the key, the file is not asked (a lookup per record would make
+    /// a replay ten times slower); the totals count the entry as new, and
+    /// the writer corrects them when it applies the key (it reads the
+    /// page it changes anyway). Capacity is enforced once the replay is done.
+    public func replayPut(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
+        let digest = hasher.digest(entry.key)
+        guard !fileVoid, table.slot(digest) == nil else {
+            let saved = capacity
+            capacity = 0
+            defer { capacity = saved }
+            return try put(entry)
+        }
+        var row = entry.row
+        row.seq = totals.takeSeq()
+        totals.apply(size: entry.contentSize, expiresAt: row.expiresAt, sign: 1)
+        let slot = table.write(digest, key: entry.key, row: row)
+        slot.assumedNew = true
+        table.assumedNewCount += 1
+        noteUnapplied(slot)
+    }
+
+    /// Deletes `key` as a replay of the log does (see `replayPut`): a key
+    /// memory does not know is taken as absent, and the writer corrects
+    /// the totals if the file held it.
+    public func replayDelete(_ key: [UInt8]) throws(SQLiteKVCache.Error) {
+        let digest = hasher.digest(key)
+        guard !fileVoid, table.slot(digest) == nil else {
+            _ = try delete(key)
+            return
+        }
+        table.write(digest, key: key, row: nil).assumedNew = true
+        table.assumedNewCount += 1
+    }
+
+    /// Whether the totals still count some blind writes of a replay as new
+    /// (until the writer applies them, or `resolveTotals` looks them up).
+    public var totalsPending: Bool { table.assumedNewCount > 0 }
+
+    /// Whether some of those are in the batch in flight (the writer corrects them).
+    public var totalsPendingInFlight: Bool {
+        guard table.assumedNewCount > 0, inFlight != nil else { return false }
+        return table.allUnapplied.contains { $0.assumedNew && $0.inFlight != 0 }
+    }
+
+    /// Makes the totals exact now: every blind write not in flight is
+    /// looked up in the file, in digest order. Blind writes in flight are
+    /// left to the writer (the owner waits for that batch first).
+    public func resolveTotals() throws(SQLiteKVCache.Error) {
+        guard table.assumedNewCount > 0 else { return }
+        let blind = table.allUnapplied.filter { $0.assumedNew && $0.inFlight == 0 }.sorted { $0.digest < $1.digest }
+        for slot in blind {
+            if let old = try file.rowInfo(slot.digest) {
+                totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
+            }
+            slot.assumedNew = false
+            table.assumedNewCount -= 1
+        }
+    }
+
+    /// Whether the cache holds more than its capacity (eviction has work to do).
+    public var overCapacity: Bool { capacity > 0 && totals.bytes > capacity }
+
     /// Removes the entry for `key`.
     /// - Returns: whether a live entry was removed (an expired one is
     ///   removed too, but counts as expired).
@@ -403,16 +468,21 @@ public final class CacheEngine {
         } else {
             lastFailure = nil
             appliedLSN = max(appliedLSN, batch.lsn)
+            totals = totals + batch.correction
             table.complete(batch.id, batch.writes, failed: false)
             if batch.id == clearInFlight {
                 fileVoid = false
                 clearInFlight = 0
             }
         }
-        // What the file holds changed: walks over it start again.
+        // What the file holds changed: the expiry walk starts again; the
+        // eviction walk goes on (rows behind it were evicted or are newer),
+        // and starts again only when it reaches the end.
         expiry.fileChanged(volatile: totals.volatile)
-        eviction.reset(for: policy)
-        if capacity > 0 { eviction.rebuild(table.allUnapplied, policy: policy) }
+        eviction.fileChanged = true
+        if capacity > 0 && eviction.heap.count > 2 * table.unappliedCount + 1024 {
+            eviction.rebuild(table.allUnapplied, policy: policy)
+        }
     }
 
     /// Counters and settings, read in one call.

@@ -27,8 +27,13 @@ final class KeySlot {
     fileprivate(set) var cost = 0
     /// Its place in the clock ring, for clean slots (-1 otherwise).
     fileprivate var ringIndex = -1
-    /// Whether it is in the index of unapplied slots.
-    fileprivate var indexed = false
+    /// Where it is in its bucket of the index of unapplied slots (-1: not there).
+    fileprivate var indexPosition = -1
+    fileprivate var indexed: Bool { indexPosition >= 0 }
+    /// Written while the log was replayed without looking the key up in the
+    /// file: the totals count it as new until the writer, applying it,
+    /// finds what the file held and corrects them.
+    var assumedNew = false
 
     init(digest: KeyDigest, key: [UInt8], row: Row?) {
         self.digest = digest
@@ -132,6 +137,8 @@ final class KeyTable {
     private var unappliedIndex: [[KeySlot]] = []
     static let indexBits = 12
     private(set) var unappliedCount = 0
+    /// Slots written blind (`KeySlot.assumedNew`) whose totals are not corrected yet.
+    var assumedNewCount = 0
 
     /// Bookkeeping per slot beyond its content: the dictionary entry, the
     /// slot object and its arrays' headers.
@@ -262,6 +269,7 @@ final class KeyTable {
         changed.removeAll()
         unappliedIndex = []
         unappliedCount = 0
+        assumedNewCount = 0
         hand = 0
         cleanBytes = 0
         unappliedBytes = 0
@@ -284,7 +292,7 @@ final class KeyTable {
                 op = .put(row)
             case (_, nil): op = .delete
             }
-            writes.append(BatchWrite(digest: slot.digest, key: slot.key, op: op))
+            writes.append(BatchWrite(digest: slot.digest, key: slot.key, op: op, correct: slot.assumedNew))
             slot.change = .none
             slot.inFlight = id
         }
@@ -306,6 +314,9 @@ final class KeyTable {
             }
             if failed {
                 markChanged(slot, write.op.isTouch ? .touch : .row)
+            } else if write.correct && slot.assumedNew {
+                slot.assumedNew = false  // the writer found what the file held and corrected the totals
+                assumedNewCount -= 1
             }
             attach(slot)
             if !slot.isUnapplied && slot.indexed { unindex(slot) }
@@ -318,17 +329,22 @@ final class KeyTable {
 
     private func index(_ slot: KeySlot) {
         if unappliedIndex.isEmpty { unappliedIndex = Array(repeating: [], count: 1 << Self.indexBits) }
-        slot.indexed = true
-        unappliedIndex[Self.bucket(slot.digest)].append(slot)
+        let bucket = Self.bucket(slot.digest)
+        slot.indexPosition = unappliedIndex[bucket].count
+        unappliedIndex[bucket].append(slot)
         unappliedCount += 1
     }
 
     private func unindex(_ slot: KeySlot) {
+        let at = slot.indexPosition
+        guard at >= 0, !unappliedIndex.isEmpty else { return }
         let bucket = Self.bucket(slot.digest)
-        guard !unappliedIndex.isEmpty, let at = unappliedIndex[bucket].firstIndex(where: { $0 === slot }) else { return }
-        unappliedIndex[bucket].swapAt(at, unappliedIndex[bucket].count - 1)
-        unappliedIndex[bucket].removeLast()
-        slot.indexed = false
+        let last = unappliedIndex[bucket].removeLast()
+        if last !== slot {
+            unappliedIndex[bucket][at] = last
+            last.indexPosition = at
+        }
+        slot.indexPosition = -1
         unappliedCount -= 1
     }
 

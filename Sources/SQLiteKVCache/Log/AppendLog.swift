@@ -464,13 +464,20 @@ extension AppendLog.FoundSegment {
 }
 
 extension LogCodec {
-    /// Checks the record at `offset`.
+    /// Checks the record at `offset`: its length and checksum, without
+    /// decoding its ops (a replay decodes them, and a checksum that holds
+    /// vouches for their bytes).
     /// - Returns: its position and the offset after it.
     static func validate(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Result<(UInt64, Int), DecodeFailure> {
-        Result { () throws(DecodeFailure) in
-            let (record, next) = try decode(bytes, at: offset)
-            return (record.lsn, next)
-        }
+        guard bytes.count - offset >= headerSize else { return .failure(.truncated) }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+        let bodyStart = offset + headerSize
+        guard bytes.count - bodyStart >= length else { return .failure(.truncated) }
+        guard length >= bodyHeaderSize else { return .failure(.damaged("a record of \(length) bytes is too short")) }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<bodyStart + length])
+        guard CRC32C.checksum(body) == crc else { return .failure(.damaged("checksum mismatch")) }
+        return .success((UInt64(littleEndian: body.loadUnaligned(as: UInt64.self)), bodyStart + length))
     }
 }
 

@@ -15,6 +15,39 @@ struct BatchWrite {
     let digest: KeyDigest
     let key: [UInt8]
     let op: Op
+    /// The totals counted this key as new (a blind write of a replay): the
+    /// writer looks up what the file holds and corrects them.
+    var correct = false
+}
+
+/// A change to a cache's totals.
+public struct TotalsCorrection: Sendable, Equatable {
+    public var count = 0
+    public var bytes = 0
+    public var volatile = 0
+    public var expiresSum: Double = 0
+
+    /// Takes a row the totals did not count out of them.
+    mutating func remove(size: Int, expiresAt: Int64?) {
+        count -= 1
+        bytes -= size
+        if let expiresAt {
+            volatile -= 1
+            expiresSum -= Double(expiresAt)
+        }
+    }
+}
+
+extension Totals {
+    static func + (totals: Totals, correction: TotalsCorrection) -> Totals {
+        var result = totals
+        result.count += correction.count
+        result.bytes += correction.bytes
+        result.volatile += correction.volatile
+        result.expiresSum += correction.expiresSum
+        if result.volatile == 0 { result.expiresSum = 0 }
+        return result
+    }
 }
 
 /// What one cache's engine hands its file at a seal: every key changed
@@ -39,6 +72,9 @@ public final class CacheBatch: @unchecked Sendable {
     public var count: Int { writes.count }
     /// Creates LRU's index on write order first.
     var createRecencyIndex = false
+    /// What the writer found the totals got wrong (rows of blind writes that
+    /// the file held); the owner adds it to its totals at completion.
+    public internal(set) var correction = TotalsCorrection()
 
     init(file: CacheFile, id: UInt64, lsn: UInt64, clear: Bool, writes: [BatchWrite], totals: Totals) {
         self.file = file
@@ -83,7 +119,15 @@ extension CacheFile {
                 """)
             let delete = try writer.statement("DELETE FROM entries WHERE digest = ?")
             let touch = try writer.statement("UPDATE entries SET seq = ? WHERE digest = ?")
+            let old = try writer.statement("SELECT size, expires_at FROM entries WHERE digest = ?")
+            var correction = TotalsCorrection()
             for write in batch.writes {
+                if write.correct && !batch.clear {
+                    // The page the write is about to change: reading it costs little.
+                    defer { old.reset() }
+                    write.digest.withBytes { old.bind(1, $0) }
+                    if try old.step() { correction.remove(size: Int(old.int64(0)), expiresAt: old.isNull(1) ? nil : old.int64(1)) }
+                }
                 switch write.op {
                 case .put(let row):
                     defer { upsert.reset() }
@@ -114,19 +158,20 @@ extension CacheFile {
                 WHERE id = 1
                 """)
             defer { stats.reset() }
-            let totals = batch.totals
+            let totals = batch.totals + correction
             stats.bind(1, totals.count); stats.bind(2, totals.bytes); stats.bind(3, totals.nextSeq)
             stats.bind(4, totals.volatile); stats.bind(5, totals.expiresSum)
             stats.bind(6, Int64(bitPattern: batch.lsn))
             _ = try stats.step()
             try writer.execute("COMMIT")
+            batch.correction = correction
         } catch {
             if writer.isInTransaction { try? writer.execute("ROLLBACK") }
             if let failure = error as? SQLiteFailure { throw failure.asWriteError }
             if let error = error as? SQLiteKVCache.Error { throw error }
             throw .writeFailed(sqliteCode: 1)
         }
-        stored = StoredState(totals: batch.totals, appliedLSN: batch.lsn)
+        stored = StoredState(totals: batch.totals + batch.correction, appliedLSN: batch.lsn)
         checkpointIfDue()
     }
 
