@@ -129,7 +129,7 @@ final class CacheRegistry {
     /// `db<n>`, anything else a cache name.
     /// - Throws: `ReplyError` for an out-of-range index, an invalid name, or
     ///   a new cache past `max-caches`.
-    func cache(selecting argument: [UInt8]) throws(ReplyError) -> OpenCache {
+    func cache(selecting argument: some Collection<UInt8>) throws(ReplyError) -> OpenCache {
         if let index = parseStrictInt64(argument) {
             guard index >= Int64(Int32.min) && index <= Int64(Int32.max) else { throw .intOutOfRange }
             guard index >= 0 && index < Int64(config.databases) else { throw .dbIndexOutOfRange }
@@ -145,7 +145,7 @@ final class CacheRegistry {
 
     /// True for a sign and digits only ("01", "+1", "-0", 20 digits): such an
     /// argument is a malformed index, never a cache name.
-    static func looksNumeric(_ bytes: [UInt8]) -> Bool {
+    static func looksNumeric(_ bytes: some Collection<UInt8>) -> Bool {
         var digits = bytes[...]
         if let first = digits.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") { digits = digits.dropFirst() }
         return !digits.isEmpty && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }

@@ -56,7 +56,7 @@ enum CollectionCodec {
     }
 
     /// A list element: length, bytes, then the length's varint reversed.
-    static func appendListElement(_ bytes: [UInt8], to out: inout [UInt8]) {
+    static func appendListElement(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         let start = out.count
         appendVarint(bytes.count, to: &out)
         let prefix = out[start...].reversed()
@@ -253,16 +253,18 @@ struct EncodedLookup {
         guard reader.atEnd else { throw .corruptValue }
     }
 
-    private func matches(_ range: Range<Int>, _ target: [UInt8]) -> Bool {
+    private func matches(_ range: Range<Int>, _ target: some Collection<UInt8>) -> Bool {
         guard range.count == target.count else { return false }
         if target.isEmpty { return true }
         return bytes.withUnsafeBufferPointer { b in
-            target.withUnsafeBufferPointer { t in memcmp(b.baseAddress! + range.lowerBound, t.baseAddress!, t.count) == 0 }
+            target.withContiguousStorageIfAvailable { t in
+                memcmp(b.baseAddress! + range.lowerBound, t.baseAddress!, t.count) == 0
+            } ?? b[range].elementsEqual(target)
         }
     }
 
     /// The position among the members (fields for a hash) of `target`.
-    func find(_ target: [UInt8]) -> Int? {
+    func find(_ target: some Collection<UInt8>) -> Int? {
         let step = kind == .hash ? 2 : 1
         var i = 0
         while i < ranges.count {
@@ -272,7 +274,7 @@ struct EncodedLookup {
         return nil
     }
 
-    func contains(_ member: [UInt8]) -> Bool { find(member) != nil }
+    func contains(_ member: some Collection<UInt8>) -> Bool { find(member) != nil }
 
     /// The number of members (fields of a hash).
     var count: Int { kind == .hash ? ranges.count / 2 : ranges.count }
@@ -286,12 +288,12 @@ struct EncodedLookup {
     }
 
     /// A hash's value for `field`.
-    func value(_ field: [UInt8]) -> ArraySlice<UInt8>? {
+    func value(_ field: some Collection<UInt8>) -> ArraySlice<UInt8>? {
         find(field).map { bytes[ranges[2 * $0 + 1]] }
     }
 
     /// A sorted set's score for `member`.
-    func score(_ member: [UInt8]) -> Double? {
+    func score(_ member: some Collection<UInt8>) -> Double? {
         find(member).map(scoreAt)
     }
 
@@ -554,9 +556,10 @@ struct HashValue {
     /// Switches to the hashtable encoding when a written field or value is
     /// longer than hash-max-listpack-value, or there are more fields than
     /// hash-max-listpack-entries.
-    mutating func noteWrite(_ written: [[UInt8]], limits: EncodingLimits) {
+    /// - Parameter longestWritten: the length of the longest field or value written.
+    mutating func noteWrite(longestWritten: Int, limits: EncodingLimits) {
         if large { return }
-        if written.contains(where: { $0.count > limits.hashMaxListpackValue }) || count > limits.hashMaxListpackEntries {
+        if longestWritten > limits.hashMaxListpackValue || count > limits.hashMaxListpackEntries {
             large = true
         }
     }

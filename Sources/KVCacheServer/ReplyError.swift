@@ -27,7 +27,7 @@ struct ReplyError: Error, Equatable {
         ReplyError("ERR wrong number of arguments for '\(name)' command")
     }
 
-    static func unknownSubcommand(_ sub: [UInt8], of command: String) -> ReplyError {
+    static func unknownSubcommand(_ sub: some Collection<UInt8>, of command: String) -> ReplyError {
         ReplyError("ERR unknown subcommand '\(String(decoding: sub.prefix(128), as: UTF8.self))'. Try \(command.uppercased()) HELP.")
     }
 

@@ -431,14 +431,17 @@ public final class Server {
         queueFlush(connection)
     }
 
-    /// Parses and runs every complete request in the input buffer.
+    /// Parses and runs every complete request in the input buffer. A
+    /// multibulk request runs on a view of the buffer (its arguments are not
+    /// copied); an unfinished one stays in the buffer, from its first byte,
+    /// for the parser to resume.
     private func executeBuffered(_ connection: Connection) {
         connection.input.consume { buffer in
             var index = 0
             while !connection.closeAfterReply && !connection.closed && connection.parked == nil {
-                let request: [[UInt8]]?
+                let request: RequestParser.Request?
                 do {
-                    request = try connection.parser.next(buffer, index: &index)
+                    request = try connection.parser.nextRequest(buffer, index: &index)
                 } catch let error as ProtocolError {
                     connection.replyError(ReplyError("ERR \(error.message)"))
                     connection.closeAfterReply = true
@@ -447,8 +450,14 @@ public final class Server {
                 } catch {
                     preconditionFailure("the request parser throws only ProtocolError")
                 }
-                guard let request else { break }
-                execute(request, for: connection)
+                switch request {
+                case nil:
+                    return index
+                case .multibulk(let frame):
+                    execute(Arguments(frame: frame, in: buffer, ranges: connection.parser.argumentRanges), for: connection)
+                case .inline(let words):
+                    Arguments.withCopy(of: words) { execute($0, for: connection) }
+                }
             }
             return index
         }
@@ -458,7 +467,7 @@ public final class Server {
     /// Runs one command and appends its reply: checks (name, arity,
     /// authentication), the monitor feed, the handler, and the counters
     /// INFO commandstats/errorstats and SLOWLOG report.
-    func execute(_ args: [[UInt8]], for connection: Connection) {
+    func execute(_ args: Arguments, for connection: Connection) {
         stats.totalCommandsProcessed += 1
         if Self.isCrossProtocolAttack(args[0]) {
             logger.warning("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands "
@@ -472,7 +481,7 @@ public final class Server {
             return
         }
         connection.lastCommand = command.subcommands.isEmpty || args.count < 2
-            ? command.name : command.name + "|" + String(decoding: args[1].map(asciiLower), as: UTF8.self)
+            ? command.name : command.name + "|" + args[1].lowercasedText
         guard command.accepts(argumentCount: args.count) else {
             reject(connection, .wrongArity(command.name), command: command)
             return
@@ -486,14 +495,14 @@ public final class Server {
             return
         }
         if let queued = connection.transaction, !command.isTransactionControl {
-            queued.commands.append(args)
+            queued.commands.append(args.copies)
             connection.replySimple("QUEUED")
             return
         }
         if !persistence.replaying && needsRoom(command, connection) && persistence.memtableFull {
             // The writer is behind: the write waits (and the client's next
             // requests behind it) until it frees room.
-            connection.parked = (args, Self.nowMilliseconds())
+            connection.parked = (args.copies, Self.nowMilliseconds())
             parked.append(connection)
             persistence.requestSeal()
             return
@@ -553,7 +562,7 @@ public final class Server {
                 connection.replyError(.memtableFull(config.memtableMaxBytes))
                 countError(.memtableFull(config.memtableMaxBytes))
             } else {
-                execute(args, for: connection)
+                Arguments.withCopy(of: args) { execute($0, for: connection) }
             }
             if connection.parked == nil { executeBuffered(connection) }
             if connection.parked != nil { still.append(connection) }
@@ -571,7 +580,7 @@ public final class Server {
         replayConnection = connection
         connection.cache = cache
         connection.output.removeAll(keepingCapacity: true)
-        execute(args, for: connection)
+        Arguments.withCopy(of: args) { execute($0, for: connection) }
     }
     private var replayConnection: Connection?
 
@@ -607,7 +616,7 @@ public final class Server {
     }
 
     /// `POST` and `Host:` lines mean an HTTP client was tricked into talking to us.
-    static func isCrossProtocolAttack(_ name: [UInt8]) -> Bool {
+    static func isCrossProtocolAttack(_ name: Argument) -> Bool {
         // Compared in place: this runs for every command.
         func equalsIgnoringCase(_ word: StaticString) -> Bool {
             guard name.count == word.utf8CodeUnitCount else { return false }
