@@ -77,7 +77,7 @@ extension Server {
         let line = "\(now.tv_sec).\(fraction) [\(client.databaseLabel) \(client.peer)] " + words.joined(separator: " ")
         for monitor in monitors where monitor !== client && !monitor.closed {
             monitor.replySimple(line)
-            queueFlushFromCommand(monitor)
+            queueReplies(monitor)
         }
     }
 }

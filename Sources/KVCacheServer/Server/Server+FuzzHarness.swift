@@ -32,7 +32,7 @@ extension Server {
             return count
         }
 
-        /// Ends a loop iteration: commits the batches.
+        /// Ends a loop iteration: sweep, eviction, the log write.
         func endIteration() {
             server.endIterationForTesting()
         }

@@ -45,8 +45,8 @@ final class Connection {
     var unwatched = false
     /// Registered for EPOLLOUT because a write was short.
     var waitingToWrite = false
-    /// Queued to have its output flushed at the end of the loop iteration.
-    var queuedForFlush = false
+    /// Queued to have its replies sent at the end of the loop iteration.
+    var queuedForReplies = false
     /// Since when unsent replies have been over the soft output limit (ms), or nil.
     var overSoftLimitSince: Int64?
 
