@@ -15,6 +15,7 @@ struct ReplyError: Error, Equatable {
     static let noSuchKey = ReplyError("ERR no such key")
     static let overflow = ReplyError("ERR increment or decrement would overflow")
     static let oom = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+    static let wrongType = ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value")
     static let loading = ReplyError("LOADING Redis is loading the dataset in memory")
 
     /// A write that waited for room in the memtables longer than memtable-full-timeout.
