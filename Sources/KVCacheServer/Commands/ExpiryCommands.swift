@@ -69,16 +69,15 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
 }
 
 private func ttl(_ ctx: CommandContext, ms: Bool, absolute: Bool) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1)) else {
+    switch try ctx.keyspace.expiry(ctx.args.bytes(1)) {
+    case .noKey:
         ctx.connection.replyInteger(-2)
-        return
-    }
-    guard let expiresAt = entry.expiresAt else {
+    case .persistent:
         ctx.connection.replyInteger(-1)
-        return
+    case .at(let expiresAt):
+        let value = max(0, absolute ? expiresAt : expiresAt - ctx.now)
+        ctx.connection.replyInteger(ms ? value : (value + 500) / 1000)
     }
-    let value = max(0, absolute ? expiresAt : expiresAt - ctx.now)
-    ctx.connection.replyInteger(ms ? value : (value + 500) / 1000)
 }
 
 private func persist(_ ctx: CommandContext) throws {

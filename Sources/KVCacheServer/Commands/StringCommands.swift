@@ -129,13 +129,7 @@ private func set(_ ctx: CommandContext) throws {
 }
 
 private func setnx(_ ctx: CommandContext) throws {
-    let key = ctx.args.bytes(1)
-    if try ctx.keyspace.exists(key) {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: nil)
-    ctx.connection.replyInteger(1)
+    ctx.connection.replyInteger(try ctx.keyspace.add(ctx.args.bytes(1), ctx.args.bytes(2)) ? 1 : 0)
 }
 
 private func setex(_ ctx: CommandContext, _ form: ExpiryForm) throws {
