@@ -1,36 +1,5 @@
 import RESP
 
-/// What a command handler gets: the server, the client, the arguments.
-struct CommandContext {
-    unowned let server: Server
-    let connection: Connection
-    let args: [[UInt8]]
-
-    var cache: OpenCache { connection.cache }
-
-    /// The selected cache's keys: the only way a handler reaches a key.
-    var keyspace: Keyspace { Keyspace(server: server, cache: connection.cache) }
-
-    /// Another cache's keys (MOVE, COPY … DB, SWAPDB).
-    func keyspace(of cache: OpenCache) -> Keyspace { Keyspace(server: server, cache: cache) }
-
-    /// The encoding limits in force.
-    var limits: EncodingLimits { server.config.encodingLimits }
-
-    /// The argument at `index` as text (lossy for invalid UTF-8).
-    func text(_ index: Int) -> String { String(decoding: args[index], as: UTF8.self) }
-
-    /// The argument at `index`, lowercased ASCII, as text: for option names.
-    func option(_ index: Int) -> String { String(decoding: args[index].map(asciiLower), as: UTF8.self) }
-
-    /// The argument at `index` as a strict 64-bit integer.
-    /// - Throws: `value is not an integer or out of range`.
-    func integer(_ index: Int) throws(ReplyError) -> Int64 {
-        guard let value = parseStrictInt64(args[index]) else { throw .notInteger }
-        return value
-    }
-}
-
 @inline(__always)
 func asciiLower(_ byte: UInt8) -> UInt8 {
     byte >= 65 && byte <= 90 ? byte + 32 : byte
@@ -138,7 +107,7 @@ struct PackedCommandName: Hashable, Sendable {
     private let w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
     private let length: Int
 
-    init?(_ name: [UInt8]) {
+    init?(_ name: some Collection<UInt8>) {
         guard name.count <= Self.capacity else { return nil }
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         for (i, byte) in name.enumerated() {
@@ -183,7 +152,7 @@ struct CommandTable: Sendable {
     }
 
     /// The command named by `name` in any case.
-    func lookup(_ name: [UInt8]) -> Command? {
+    func lookup(_ name: some Collection<UInt8>) -> Command? {
         if let packed = PackedCommandName(name) { return byPackedName[packed] }
         return byLongName[name.map(asciiLower)]
     }
@@ -192,7 +161,7 @@ struct CommandTable: Sendable {
 
 
     /// Redis's text for an unknown command: the name and up to 128 bytes of arguments, quoted.
-    static func unknownCommandError(_ args: [[UInt8]]) -> ReplyError {
+    static func unknownCommandError(_ args: Arguments) -> ReplyError {
         var shown = ""
         for arg in args.dropFirst() {
             if shown.utf8.count >= 128 { break }

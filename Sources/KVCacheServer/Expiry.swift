@@ -13,7 +13,7 @@ extension CommandContext {
     /// Redis's `getExpireMillisecondsOrReply` does for SET and GETEX.
     /// - Throws: not-an-integer, or `invalid expire time in '<name>' command`
     ///   for values ≤ 0 or that overflow.
-    func absoluteExpiry(_ argument: [UInt8], _ form: ExpiryForm, now: Int64) throws(ReplyError) -> Int64 {
+    func absoluteExpiry(_ argument: some Collection<UInt8>, _ form: ExpiryForm, now: Int64) throws(ReplyError) -> Int64 {
         guard let value = parseStrictInt64(argument) else { throw .notInteger }
         let invalid = ReplyError.invalidExpireTime(commandName)
         if value <= 0 || (form.inSeconds && value > Int64.max / 1000) { throw invalid }
@@ -26,9 +26,6 @@ extension CommandContext {
         if ms <= 0 { throw invalid }
         return ms
     }
-
-    /// The command's name as Redis prints it in errors.
-    var commandName: String { String(decoding: args[0].map(asciiLower), as: UTF8.self) }
 }
 
 extension ReplyError {

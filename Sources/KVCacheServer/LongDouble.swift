@@ -13,10 +13,10 @@ typealias LongDouble = Double
 /// Parses a float the way Redis's `string2ld` does (`strtold`, whole
 /// string, no leading space, no NaN, no overflow to infinity).
 /// - Returns: nil for anything Redis refuses as "not a valid float".
-func parseLongDouble(_ bytes: [UInt8]) -> LongDouble? {
+func parseLongDouble(_ bytes: some Collection<UInt8>) -> LongDouble? {
     guard !bytes.isEmpty, bytes.count < 5 * 1024, !bytes.contains(0) else { return nil }
     if let first = bytes.first, first == 0x20 || (first >= 0x09 && first <= 0x0d) { return nil }
-    return (bytes + [0]).withUnsafeBufferPointer { buffer -> LongDouble? in
+    return (Array(bytes) + [0]).withUnsafeBufferPointer { buffer -> LongDouble? in
         let start = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
         var end: UnsafeMutablePointer<CChar>?
         errno = 0

@@ -15,6 +15,7 @@ struct ReplyError: Error, Equatable {
     static let noSuchKey = ReplyError("ERR no such key")
     static let overflow = ReplyError("ERR increment or decrement would overflow")
     static let oom = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+    static let wrongType = ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value")
     static let loading = ReplyError("LOADING Redis is loading the dataset in memory")
 
     /// A write that waited for room in the memtables longer than memtable-full-timeout.
@@ -27,7 +28,7 @@ struct ReplyError: Error, Equatable {
         ReplyError("ERR wrong number of arguments for '\(name)' command")
     }
 
-    static func unknownSubcommand(_ sub: [UInt8], of command: String) -> ReplyError {
+    static func unknownSubcommand(_ sub: some Collection<UInt8>, of command: String) -> ReplyError {
         ReplyError("ERR unknown subcommand '\(String(decoding: sub.prefix(128), as: UTF8.self))'. Try \(command.uppercased()) HELP.")
     }
 

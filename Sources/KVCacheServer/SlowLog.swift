@@ -22,9 +22,10 @@ struct SlowLog {
     static let maxArguments = 32
     static let maxArgumentBytes = 128
 
-    mutating func record(_ args: [[UInt8]], microseconds: Int, client: Connection) {
+    /// Keeps a copy of `args` (shortened as Redis does) as the newest entry.
+    mutating func record(_ args: Arguments, microseconds: Int, client: Connection) {
         var kept: [[UInt8]] = []
-        let redacted = ["auth", "hello", "migrate"].contains(String(decoding: args[0].map(asciiLower), as: UTF8.self))
+        let redacted = ["auth", "hello", "migrate"].contains(args[0].lowercasedText)
         for (i, arg) in args.enumerated() {
             if args.count > Self.maxArguments && i == Self.maxArguments - 1 {
                 kept.append(Array("... (\(args.count - Self.maxArguments + 1) more arguments)".utf8))
@@ -35,7 +36,7 @@ struct SlowLog {
             } else if arg.count > Self.maxArgumentBytes {
                 kept.append(Array(arg.prefix(Self.maxArgumentBytes)) + Array("... (\(arg.count - Self.maxArgumentBytes) more bytes)".utf8))
             } else {
-                kept.append(arg)
+                kept.append(arg.bytes)
             }
         }
         entries.insert(Entry(id: nextID, time: Server.nowMilliseconds() / 1000, microseconds: microseconds, args: kept,

@@ -5,6 +5,15 @@ import Glibc
 /// An incremental parser for client requests: RESP2 multibulk arrays of bulk
 /// strings, and inline commands (a line of words, Redis's quoting rules).
 ///
+/// A multibulk request's arguments are not copied: the parser records where
+/// each lies in the caller's buffer (`argumentRanges`, counted from the
+/// first byte of the request's frame), so a server hands its handlers views
+/// of its read buffer. The caller therefore keeps the bytes of an
+/// unfinished frame: `index` stays at the frame's first byte until the
+/// frame is complete, and the next call passes the same frame again (at any
+/// position, with more bytes after it). Offsets from the frame's start stay
+/// valid however the caller moves or grows its buffer in between.
+///
 /// State lives in the parser, one per connection, so a partial frame resumes
 /// where it stopped: a count line or bulk header, once read, is never read
 /// again. Limits are enforced as bytes arrive; nothing is allocated from a
@@ -12,86 +21,136 @@ import Glibc
 public struct RequestParser: Sendable {
     public var limits: RequestLimits
 
+    /// A complete request.
+    public enum Request: Equatable, Sendable {
+        /// A multibulk request whose frame starts at offset `frame` of the
+        /// buffer given; its arguments are `argumentRanges`, counted from
+        /// there. Valid until the next call.
+        case multibulk(frame: Int)
+        /// An inline request's words (unquoted and unescaped, so copied out).
+        case inline([[UInt8]])
+    }
+
     /// Elements still to read of the current multibulk request; 0 between requests.
     private var multibulkRemaining = 0
     /// Length of the bulk whose header was read; -1 when the next header is due.
     private var bulkLength = -1
-    private var args: [[UInt8]] = []
-    /// Payload bytes held in `args` of the unfinished request.
+    /// How far the unfinished frame has been read, from its first byte; after
+    /// a complete one, the frame's length.
+    private var frameParsed = 0
+    /// The arguments of the current (or just completed) multibulk request,
+    /// as byte ranges counted from its frame's first byte.
+    public private(set) var argumentRanges: [Range<Int>] = []
+    /// Payload bytes of the arguments read so far of the unfinished request.
     public private(set) var pendingArgumentBytes = 0
+
+    /// Ranges kept between requests: a request with more arguments than this
+    /// leaves its array to be freed when the next request starts.
+    private static let keptRangeCapacity = 1024
 
     public init(limits: RequestLimits = RequestLimits()) {
         self.limits = limits
     }
 
-    /// Arguments held of the unfinished request.
-    public var pendingArgumentCount: Int { args.count }
+    /// Arguments read so far of the unfinished request.
+    public var pendingArgumentCount: Int { multibulkRemaining > 0 ? argumentRanges.count : 0 }
 
     /// True when a request has been partly read.
     public var isMidRequest: Bool { multibulkRemaining > 0 }
 
     /// Reads the next complete request from `buffer[index...]`.
     ///
-    /// - Returns: the request's arguments (never empty), or nil when more bytes
-    ///   are needed. Empty inline lines and `*0`/`*-1` are skipped.
-    /// - Postcondition: `index` is past every byte consumed, including the parts
-    ///   of an unfinished request kept in the parser's state.
+    /// - Returns: the request (never empty), or nil when more bytes are
+    ///   needed. Empty inline lines and `*0`/`*-1` are skipped.
+    /// - Postcondition: `index` is past the request returned and anything
+    ///   skipped; when nil is returned it is at the first byte of the
+    ///   unfinished request (whose bytes the caller must pass again, from
+    ///   that byte, in the next call).
     /// - Throws: `ProtocolError`; the connection should reply and close.
-    public mutating func next(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> [[UInt8]]? {
+    public mutating func nextRequest(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> Request? {
         while index < buffer.count {
             if multibulkRemaining == 0 {
                 if buffer[index] == UInt8(ascii: "*") {
-                    guard let started = try readMultibulkCount(buffer, index: &index) else { return nil }
-                    if !started { continue }  // *0 or negative: nothing to run
+                    guard let started = try readMultibulkCount(buffer, frame: index) else { return nil }
+                    if !started {  // *0 or negative: nothing to run
+                        index += frameParsed
+                        frameParsed = 0
+                        continue
+                    }
                 } else {
                     guard let line = try readInline(buffer, index: &index) else { return nil }
                     if line.isEmpty { continue }
-                    return line
+                    return .inline(line)
                 }
             }
-            guard let request = try readBulks(buffer, index: &index) else { return nil }
-            return request
+            guard try readBulks(buffer, frame: index) else { return nil }
+            let frame = index
+            index += frameParsed
+            frameParsed = 0
+            return .multibulk(frame: frame)
         }
         return nil
     }
 
+    /// Reads the next complete request, its arguments copied out of
+    /// `buffer`: for tests and tools; a server uses `nextRequest`.
+    public mutating func next(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> [[UInt8]]? {
+        switch try nextRequest(buffer, index: &index) {
+        case nil: return nil
+        case .inline(let words): return words
+        case .multibulk(let frame):
+            return argumentRanges.map { range in
+                [UInt8](UnsafeRawBufferPointer(rebasing: buffer[(frame + range.lowerBound)..<(frame + range.upperBound)]))
+            }
+        }
+    }
+
     // MARK: Multibulk
 
-    /// Reads `*<count>\r\n`.
-    /// - Returns: nil if the line is incomplete; false for a count ≤ 0; true when elements follow.
-    private mutating func readMultibulkCount(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> Bool? {
-        guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: index) else {
-            if buffer.count - index > limits.maxInlineLength { throw .tooBigMultibulkCountString }
+    /// Reads `*<count>\r\n` at `frame`.
+    /// - Returns: nil if the line is incomplete; false for a count ≤ 0; true
+    ///   when elements follow. Either way the line's length is in `frameParsed`.
+    private mutating func readMultibulkCount(_ buffer: UnsafeRawBufferPointer, frame: Int) throws(ProtocolError) -> Bool? {
+        guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: frame) else {
+            if buffer.count - frame > limits.maxInlineLength { throw .tooBigMultibulkCountString }
             return nil
         }
         guard cr + 1 < buffer.count else { return nil }  // wait for the \n
-        let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<cr])
+        let digits = UnsafeRawBufferPointer(rebasing: buffer[(frame + 1)..<cr])
         guard let count = parseStrictInt64(digits), count <= Int64(limits.maxMultibulkCount) else {
             throw .invalidMultibulkLength
         }
         if limits.unauthenticated && count > Int64(RequestLimits.unauthenticatedMultibulkCount) {
             throw .unauthenticatedMultibulkLength
         }
-        index = cr + 2
+        frameParsed = cr + 2 - frame
         guard count > 0 else { return false }
         multibulkRemaining = Int(count)
         bulkLength = -1
-        args = []
-        args.reserveCapacity(min(Int(count), 16))
+        if argumentRanges.capacity > Self.keptRangeCapacity {
+            argumentRanges = []
+        } else {
+            argumentRanges.removeAll(keepingCapacity: true)
+        }
+        argumentRanges.reserveCapacity(min(Int(count), 16))
         pendingArgumentBytes = 0
         return true
     }
 
-    /// Reads bulk strings until the request is complete or bytes run out.
-    private mutating func readBulks(_ buffer: UnsafeRawBufferPointer, index: inout Int) throws(ProtocolError) -> [[UInt8]]? {
+    /// Reads bulk strings of the frame at `frame`, from where the last call
+    /// stopped, until the request is complete or bytes run out.
+    /// - Returns: whether the request is complete.
+    private mutating func readBulks(_ buffer: UnsafeRawBufferPointer, frame: Int) throws(ProtocolError) -> Bool {
+        var index = frame + frameParsed
+        defer { frameParsed = index - frame }
         while multibulkRemaining > 0 {
             if bulkLength < 0 {
-                guard index < buffer.count else { return nil }
+                guard index < buffer.count else { return false }
                 guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: index) else {
                     if buffer.count - index > limits.maxInlineLength { throw .tooBigBulkCountString }
-                    return nil
+                    return false
                 }
-                guard cr + 1 < buffer.count else { return nil }
+                guard cr + 1 < buffer.count else { return false }
                 guard buffer[index] == UInt8(ascii: "$") else { throw .expectedDollar(got: buffer[index]) }
                 let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<cr])
                 guard let length = parseStrictInt64(digits), length >= 0, length <= Int64(limits.maxBulkLength) else {
@@ -104,17 +163,15 @@ public struct RequestParser: Sendable {
                 index = cr + 2
             }
             // The payload and its \r\n must both be here (the \r\n is skipped, as Redis does).
-            guard buffer.count - index >= bulkLength + 2 else { return nil }
-            args.append([UInt8](UnsafeRawBufferPointer(rebasing: buffer[index..<(index + bulkLength)])))
+            guard buffer.count - index >= bulkLength + 2 else { return false }
+            argumentRanges.append((index - frame)..<(index - frame + bulkLength))
             pendingArgumentBytes += bulkLength
             index += bulkLength + 2
             bulkLength = -1
             multibulkRemaining -= 1
         }
-        let request = args
-        args = []
         pendingArgumentBytes = 0
-        return request
+        return true
     }
 
     // MARK: Inline

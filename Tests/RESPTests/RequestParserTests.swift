@@ -68,20 +68,48 @@ struct RequestParserTests {
     }
 
     @Test func partialFrameIsNotReparsed() throws {
-        // A header once consumed is never read again: the index moves past it
-        // even though the request is not complete.
+        // The bytes of an unfinished frame stay with the caller (the index
+        // stays at its first byte), but what was read of it is never read
+        // again: the header bytes are spoiled before the second call, and
+        // the request still comes out whole.
         var parser = RequestParser()
-        let part = Array("*2\r\n$3\r\nGET\r\n$5\r\nhel".utf8)
+        var buffer = Array("*2\r\n$3\r\nGET\r\n$5\r\nhel".utf8)
         var index = 0
-        let first = try part.withUnsafeBytes { raw throws(ProtocolError) in try parser.next(raw, index: &index) }
+        let first = try buffer.withUnsafeBytes { raw throws(ProtocolError) in try parser.next(raw, index: &index) }
         #expect(first == nil)
-        #expect(index == Array("*2\r\n$3\r\nGET\r\n$5\r\n".utf8).count)
+        #expect(index == 0)
         #expect(parser.isMidRequest)
-        let rest = Array("hello\r\n".utf8)
-        var restIndex = 0
-        let second = try rest.withUnsafeBytes { raw throws(ProtocolError) in try parser.next(raw, index: &restIndex) }
+        #expect(parser.pendingArgumentCount == 1)
+        #expect(parser.pendingArgumentBytes == 3)
+        for i in 0..<4 { buffer[i] = UInt8(ascii: "!") }  // "*2\r\n" is never looked at again
+        buffer += Array("lo\r\n".utf8)
+        let second = try buffer.withUnsafeBytes { raw throws(ProtocolError) in try parser.next(raw, index: &index) }
         #expect(second == words("GET", "hello"))
-        #expect(restIndex == rest.count)
+        #expect(index == buffer.count)
+        #expect(!parser.isMidRequest)
+        #expect(parser.pendingArgumentCount == 0)
+    }
+
+    @Test func argumentsAreRangesOfTheFrame() throws {
+        // A request's arguments are where they lie in the buffer, counted
+        // from its frame's first byte; the frame may move between calls.
+        var parser = RequestParser()
+        let frame = Array("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n".utf8)
+        let prefix = Array("PING\r\n".utf8)
+        var index = 0
+        let requests = try (prefix + frame.prefix(20)).withUnsafeBytes { raw throws(ProtocolError) -> [RequestParser.Request?] in
+            [try parser.nextRequest(raw, index: &index), try parser.nextRequest(raw, index: &index)]
+        }
+        #expect(requests == [.inline(words("PING")), nil])
+        #expect(index == prefix.count)
+        // The caller drops what was consumed and moves the frame to the front.
+        var moved = Array(frame.prefix(20)) + frame.dropFirst(20)
+        moved = [0x20, 0x20] + moved  // two bytes of something else before it
+        var at = 2
+        let request = try moved.withUnsafeBytes { raw throws(ProtocolError) in try parser.nextRequest(raw, index: &at) }
+        #expect(request == .multibulk(frame: 2))
+        #expect(parser.argumentRanges == [8..<11, 17..<18, 24..<29])
+        #expect(at == moved.count)
     }
 
     static let errors: [(String, ProtocolError)] = [

@@ -67,9 +67,9 @@ private func auth(_ ctx: CommandContext) throws {
             throw ReplyError("ERR AUTH <password> called without any password configured for the default user. "
                 + "Are you sure your configuration is correct?")
         }
-        (user, password) = (Array("default".utf8), ctx.args[1])
+        (user, password) = (Array("default".utf8), ctx.args.bytes(1))
     } else {
-        (user, password) = (ctx.args[1], ctx.args[2])
+        (user, password) = (ctx.args.bytes(1), ctx.args.bytes(2))
     }
     guard ctx.server.authenticate(ctx.connection, user: user, password: password) else {
         ctx.server.logger.verbose("Failed AUTH from \(ctx.connection.peer)")

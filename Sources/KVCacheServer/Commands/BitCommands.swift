@@ -26,20 +26,20 @@ private func setbit(_ ctx: CommandContext) throws {
     guard let on = parseStrictInt64(ctx.args[3]), on & ~1 == 0 else {
         throw ReplyError("ERR bit is not an integer or out of range")
     }
-    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
+    let old = try ctx.keyspace.lookupWrite(ctx.args.bytes(1), as: .string)
     var value = old?.value ?? []
     let byte = offset >> 3
     if value.count <= byte { value.append(contentsOf: repeatElement(0, count: byte + 1 - value.count)) }
     let mask = UInt8(1) << UInt8(7 - offset & 7)
     let previous = value[byte] & mask != 0
     if on == 1 { value[byte] |= mask } else { value[byte] &= ~mask }
-    if old?.value != value { try ctx.update(old, key: ctx.args[1], value: value) }
+    if old?.value != value { try ctx.update(old, key: ctx.args.bytes(1), value: value) }
     ctx.connection.replyInteger(previous ? 1 : 0)
 }
 
 private func getbit(_ ctx: CommandContext) throws {
     let offset = try bitOffset(ctx, 2)
-    let value = try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value ?? []
+    let value = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value ?? []
     let byte = offset >> 3
     let set = byte < value.count && value[byte] & (UInt8(1) << UInt8(7 - offset & 7)) != 0
     ctx.connection.replyInteger(set ? 1 : 0)
@@ -48,7 +48,7 @@ private func getbit(_ ctx: CommandContext) throws {
 /// BITCOUNT key [start end [BYTE|BIT]]
 private func bitcount(_ ctx: CommandContext) throws {
     // As Redis: a missing key answers 0 before the arguments are looked at.
-    guard let value = try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value else {
+    guard let value = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -93,8 +93,8 @@ private func bitcount(_ ctx: CommandContext) throws {
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]: the classic
 /// dynamic-programming table, walked back as Redis does.
 private func lcs(_ ctx: CommandContext) throws {
-    let entryA = try ctx.keyspace.lookupRead(ctx.args[1])
-    let entryB = try ctx.keyspace.lookupRead(ctx.args[2])
+    let entryA = try ctx.keyspace.lookupRead(ctx.args.bytes(1))
+    let entryB = try ctx.keyspace.lookupRead(ctx.args.bytes(2))
     if entryA.map({ $0.kind != .string }) == true || entryB.map({ $0.kind != .string }) == true {
         throw ReplyError("ERR The specified keys must contain string values")
     }

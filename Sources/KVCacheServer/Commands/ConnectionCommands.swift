@@ -55,13 +55,13 @@ private func hello(_ ctx: CommandContext) throws {
             let option = ctx.option(i)
             let more = args.count - i - 1
             if option == "auth" && more >= 2 {
-                guard ctx.server.authenticate(ctx.connection, user: args[i + 1], password: args[i + 2]) else {
+                guard ctx.server.authenticate(ctx.connection, user: args.bytes(i + 1), password: args.bytes(i + 2)) else {
                     throw ReplyError.wrongPass
                 }
                 i += 3
             } else if option == "setname" && more >= 1 {
                 try validateClientName(args[i + 1])
-                name = args[i + 1]
+                name = args.bytes(i + 1)
                 i += 2
             } else {
                 throw ReplyError("ERR Syntax error in HELLO option '\(ctx.text(i))'")
@@ -86,7 +86,7 @@ private func hello(_ ctx: CommandContext) throws {
     c.replyBulk("modules"); c.replyArrayHeader(0)
 }
 
-private func validateClientName(_ name: [UInt8]) throws {
+private func validateClientName(_ name: Argument) throws {
     // Redis allows printable ASCII except space.
     guard name.allSatisfy({ $0 > 32 && $0 < 127 }) else {
         throw ReplyError("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -103,7 +103,7 @@ private func client(_ ctx: CommandContext) throws {
     case "setname":
         try arity(3)
         try validateClientName(ctx.args[2])
-        c.name = ctx.args[2]
+        c.name = ctx.args.bytes(2)
         c.replyOK()
     case "getname":
         try arity(2)

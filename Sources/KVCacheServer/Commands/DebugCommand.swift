@@ -51,7 +51,7 @@ private func debug(_ ctx: CommandContext) throws {
     case "digest-value":
         ctx.connection.replyArrayHeader(ctx.args.count - 2)
         for key in ctx.args.dropFirst(2) {
-            let digest = try ctx.keyspace.peek(key).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
+            let digest = try ctx.keyspace.peek(key.bytes).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
             ctx.connection.replyBulk(hex(digest))
         }
     case "digest":

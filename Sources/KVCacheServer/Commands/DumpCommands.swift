@@ -12,7 +12,7 @@ let dumpCommands: [Command] = [
 ]
 
 private func dump(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1)) else {
         ctx.connection.replyNull()
         return
     }
@@ -46,13 +46,13 @@ private func restore(_ ctx: CommandContext) throws {
         }
         j += 1
     }
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     if !replace, try ctx.keyspace.exists(key) {
         throw ReplyError("BUSYKEY Target key name already exists.")
     }
     var ttl = try ctx.integer(2)
     guard ttl >= 0 else { throw ReplyError("ERR Invalid TTL value, must be >= 0") }
-    let payload = ctx.args[3]
+    let payload = ctx.args.bytes(3)
     guard RDB.verify(payload) else { throw ReplyError("ERR DUMP payload version or checksum are wrong") }
     let kind: ValueKind, value: [UInt8]
     do {

@@ -28,7 +28,7 @@ private func put(_ ctx: CommandContext) throws {
         }
         storageDate = Date(timeIntervalSince1970: Double(ms) / 1000)
     }
-    var expiry: (form: ExpiryForm, argument: [UInt8])?
+    var expiry: (form: ExpiryForm, argument: Int)?
     var keepTTL = false
     var i = 5
     while i < ctx.args.count {
@@ -38,21 +38,21 @@ private func put(_ ctx: CommandContext) throws {
             keepTTL = true
             i += 1
         } else if let form = forms[option], !keepTTL, expiry == nil, i + 1 < ctx.args.count {
-            expiry = (form, ctx.args[i + 1])
+            expiry = (form, i + 1)
             i += 2
         } else {
             throw ReplyError.syntax
         }
     }
-    let key = ctx.args[1]
-    var expiresAt = try expiry.map { try ctx.absoluteExpiry($0.argument, $0.form, now: ctx.now) }
+    let key = ctx.args.bytes(1)
+    var expiresAt = try expiry.map { try ctx.absoluteExpiry(ctx.args[$0.argument], $0.form, now: ctx.now) }
     if keepTTL { expiresAt = try ctx.keyspace.lookupWrite(key)?.expiresAt }
-    try ctx.keyspace.set(key, ctx.args[4], expiresAt: expiresAt, metadata: ctx.args[3], storageDate: storageDate)
+    try ctx.keyspace.set(key, ctx.args.bytes(4), expiresAt: expiresAt, metadata: ctx.args.bytes(3), storageDate: storageDate)
     ctx.connection.replyOK()
 }
 
 private func get(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .string) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string) else {
         ctx.connection.replyNullArray()
         return
     }

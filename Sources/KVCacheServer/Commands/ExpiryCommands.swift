@@ -53,7 +53,7 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         guard when <= Int64.max - now else { throw invalid }
         when += now
     }
-    guard let entry = try ctx.keyspace.lookupWrite(ctx.args[1]) else {
+    guard let entry = try ctx.keyspace.lookupWrite(ctx.args.bytes(1)) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -64,28 +64,27 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         ctx.connection.replyInteger(0)
         return
     }
-    try ctx.keyspace.expire(ctx.args[1], at: when, now: now)
+    try ctx.keyspace.expire(ctx.args.bytes(1), at: when, now: now)
     ctx.connection.replyInteger(1)
 }
 
 private func ttl(_ ctx: CommandContext, ms: Bool, absolute: Bool) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1]) else {
+    switch try ctx.keyspace.expiry(ctx.args.bytes(1)) {
+    case .noKey:
         ctx.connection.replyInteger(-2)
-        return
-    }
-    guard let expiresAt = entry.expiresAt else {
+    case .persistent:
         ctx.connection.replyInteger(-1)
-        return
+    case .at(let expiresAt):
+        let value = max(0, absolute ? expiresAt : expiresAt - ctx.now)
+        ctx.connection.replyInteger(ms ? value : (value + 500) / 1000)
     }
-    let value = max(0, absolute ? expiresAt : expiresAt - ctx.now)
-    ctx.connection.replyInteger(ms ? value : (value + 500) / 1000)
 }
 
 private func persist(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupWrite(ctx.args[1]), entry.expiresAt != nil else {
+    guard let entry = try ctx.keyspace.lookupWrite(ctx.args.bytes(1)), entry.expiresAt != nil else {
         ctx.connection.replyInteger(0)
         return
     }
-    try ctx.keyspace.setExpiry(ctx.args[1], nil)
+    try ctx.keyspace.setExpiry(ctx.args.bytes(1), nil)
     ctx.connection.replyInteger(1)
 }

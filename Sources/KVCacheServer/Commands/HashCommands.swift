@@ -36,7 +36,7 @@ let hashCommands: [Command] = [
 /// HSET key field value [field value ...] (HMSET answers OK instead of the count).
 private func hset(_ ctx: CommandContext, okReply: Bool) throws {
     guard ctx.args.count % 2 == 0 else { throw ReplyError.wrongArity(ctx.commandName) }
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     let old = try ctx.keyspace.lookupWrite(key, as: .hash)
     if let old, try EncodedLayout(old.value).large {
         // A hashtable hash: values replaced and fields appended on its bytes, without decoding it.
@@ -45,7 +45,7 @@ private func hset(_ ctx: CommandContext, okReply: Bool) throws {
         var added: [[UInt8]] = [], addedValues: [[UInt8]] = []
         var addedAt: [[UInt8]: Int] = [:]
         for i in stride(from: 2, to: ctx.args.count, by: 2) {
-            let (field, value) = (ctx.args[i], ctx.args[i + 1])
+            let (field, value) = (ctx.args.bytes(i), ctx.args.bytes(i + 1))
             if let at = hash.find(field) {
                 replaced[at] = value
             } else if let at = addedAt[field] {
@@ -77,28 +77,29 @@ private func hset(_ ctx: CommandContext, okReply: Bool) throws {
     let found = try old.map { (try HashValue(decoding: $0.value), $0) }
     var hash = found?.0 ?? HashValue()
     var created = 0
-    for i in stride(from: 2, to: ctx.args.count, by: 2) where hash.set(ctx.args[i], ctx.args[i + 1]) { created += 1 }
-    hash.noteWrite(Array(ctx.args[2...]), limits: ctx.limits)
+    for i in stride(from: 2, to: ctx.args.count, by: 2) where hash.set(ctx.args.bytes(i), ctx.args.bytes(i + 1)) { created += 1 }
+    hash.noteWrite(longestWritten: ctx.args[2...].map(\.count).max() ?? 0, limits: ctx.limits)
     try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     if okReply { ctx.connection.replyOK() } else { ctx.connection.replyInteger(created) }
 }
 
 private func hsetnx(_ ctx: CommandContext) throws {
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     let found = try ctx.keyspace.loadHash(key)
     var hash = found?.0 ?? HashValue()
-    guard hash[ctx.args[2]] == nil else {
+    let (field, value) = (ctx.args.bytes(2), ctx.args.bytes(3))
+    guard hash[field] == nil else {
         ctx.connection.replyInteger(0)
         return
     }
-    hash.set(ctx.args[2], ctx.args[3])
-    hash.noteWrite([ctx.args[2], ctx.args[3]], limits: ctx.limits)
+    hash.set(field, value)
+    hash.noteWrite(longestWritten: max(field.count, value.count), limits: ctx.limits)
     try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     ctx.connection.replyInteger(1)
 }
 
 private func hget(_ ctx: CommandContext) throws {
-    if let value = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)?.value(ctx.args[2]) {
+    if let value = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)?.value(ctx.args[2]) {
         ctx.connection.replyBulk(value)
     } else {
         ctx.connection.replyNull()
@@ -106,7 +107,7 @@ private func hget(_ ctx: CommandContext) throws {
 }
 
 private func hmget(_ ctx: CommandContext) throws {
-    let hash = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)
+    let hash = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for field in ctx.args[2...] {
         if let value = hash?.value(field) { ctx.connection.replyBulk(value) } else { ctx.connection.replyNull() }
@@ -115,7 +116,7 @@ private func hmget(_ ctx: CommandContext) throws {
 
 /// HGETALL (a map in RESP3), HKEYS and HVALS (arrays).
 private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
-    let hash = try ctx.keyspace.loadHash(ctx.args[1], read: true)?.0 ?? HashValue()
+    let hash = try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.0 ?? HashValue()
     let c = ctx.connection
     if keys && values {
         c.replyMapHeader(hash.count)
@@ -129,36 +130,36 @@ private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
 }
 
 private func hdel(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadHash(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadHash(ctx.args.bytes(1)) else {
         ctx.connection.replyInteger(0)
         return
     }
     var hash = found
     var removed = 0
-    for field in ctx.args[2...] where hash.remove(field) {
+    for field in ctx.args[2...] where hash.remove(field.bytes) {
         removed += 1
         if hash.isEmpty { break }
     }
-    if removed > 0 { try ctx.keyspace.store(hash, at: ctx.args[1], replacing: old) }
+    if removed > 0 { try ctx.keyspace.store(hash, at: ctx.args.bytes(1), replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
 private func hlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .hash))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .hash))
 }
 
 private func hexists(_ ctx: CommandContext) throws {
-    let hash = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)
+    let hash = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)
     ctx.connection.replyInteger(hash?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func hstrlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.lookupEncoded(ctx.args[1], of: .hash)?.value(ctx.args[2])?.count ?? 0)
+    ctx.connection.replyInteger(try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)?.value(ctx.args[2])?.count ?? 0)
 }
 
 private func hincrby(_ ctx: CommandContext) throws {
     let increment = try ctx.integer(3)
-    let key = ctx.args[1], field = ctx.args[2]
+    let key = ctx.args.bytes(1), field = ctx.args.bytes(2)
     let found = try ctx.keyspace.loadHash(key)
     var hash = found?.0 ?? HashValue()
     var current: Int64 = 0
@@ -170,7 +171,7 @@ private func hincrby(_ ctx: CommandContext) throws {
     guard !overflow else { throw ReplyError.overflow }
     let text = Array(String(result).utf8)
     hash.set(field, text)
-    hash.noteWrite([field, text], limits: ctx.limits)
+    hash.noteWrite(longestWritten: max(field.count, text.count), limits: ctx.limits)
     try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     ctx.connection.replyInteger(result)
 }
@@ -178,7 +179,7 @@ private func hincrby(_ ctx: CommandContext) throws {
 private func hincrbyfloat(_ ctx: CommandContext) throws {
     guard let increment = parseLongDouble(ctx.args[3]) else { throw ReplyError.notFloat }
     guard increment.isFinite else { throw ReplyError("ERR value is NaN or Infinity") }
-    let key = ctx.args[1], field = ctx.args[2]
+    let key = ctx.args.bytes(1), field = ctx.args.bytes(2)
     let found = try ctx.keyspace.loadHash(key)
     var hash = found?.0 ?? HashValue()
     var current: LongDouble = 0
@@ -190,7 +191,7 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     guard result.isFinite else { throw ReplyError("ERR increment would produce NaN or Infinity") }
     let text = formatLongDouble(result)
     hash.set(field, text)
-    hash.noteWrite([field, text], limits: ctx.limits)
+    hash.noteWrite(longestWritten: max(field.count, text.count), limits: ctx.limits)
     try ctx.keyspace.store(hash, at: key, replacing: found?.1)
     ctx.connection.replyBulk(text)
 }

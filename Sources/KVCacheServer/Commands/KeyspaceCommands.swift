@@ -43,41 +43,41 @@ let keyspaceCommands: [Command] = [
 
 private func del(_ ctx: CommandContext) throws {
     var removed = 0
-    for key in ctx.args.dropFirst() where try ctx.keyspace.delete(key) { removed += 1 }
+    for key in ctx.args.dropFirst() where try ctx.keyspace.delete(key.bytes) { removed += 1 }
     ctx.connection.replyInteger(removed)
 }
 
 private func exists(_ ctx: CommandContext) throws {
     var found = 0
     for key in ctx.args.dropFirst() {
-        if try ctx.keyspace.exists(key, counted: true) { found += 1 }
+        if try ctx.keyspace.exists(key.bytes, counted: true) { found += 1 }
     }
     ctx.connection.replyInteger(found)
 }
 
 private func touch(_ ctx: CommandContext) throws {
     var found = 0
-    for key in ctx.args.dropFirst() where try ctx.keyspace.touch(key) { found += 1 }
+    for key in ctx.args.dropFirst() where try ctx.keyspace.touch(key.bytes) { found += 1 }
     ctx.connection.replyInteger(found)
 }
 
 private func type(_ ctx: CommandContext) throws {
-    ctx.connection.replySimple(try ctx.keyspace.lookupRead(ctx.args[1])?.kind.typeName ?? "none")
+    ctx.connection.replySimple(try ctx.keyspace.lookupRead(ctx.args.bytes(1))?.kind.typeName ?? "none")
 }
 
 /// True when a glob pattern matches everything, so matching can be skipped.
-private func matchesAll(_ pattern: [UInt8]) -> Bool { pattern == [UInt8(ascii: "*")] }
+private func matchesAll(_ pattern: Argument) -> Bool { pattern == [UInt8(ascii: "*")] }
 
 private func keys(_ ctx: CommandContext) throws {
-    let pattern = ctx.args[1]
+    let pattern = ctx.args.bytes(1)
     var keys = try ctx.keyspace.keys()
-    if !matchesAll(pattern) { keys.removeAll { !globMatch(pattern, $0) } }
+    if !matchesAll(ctx.args[1]) { keys.removeAll { !globMatch(pattern, $0) } }
     ctx.connection.replyBulkArray(keys)
 }
 
 /// Parses a SCAN cursor as Redis does with `strtoul`: optional sign, digits,
 /// nothing else; the empty string is 0 and negatives wrap.
-private func parseCursor(_ bytes: [UInt8]) -> UInt64? {
+private func parseCursor(_ bytes: Argument) -> UInt64? {
     var digits = bytes[...]
     var negative = false
     if let first = digits.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
@@ -110,7 +110,7 @@ private func scan(_ ctx: CommandContext) throws {
             guard value >= 1 else { throw ReplyError.syntax }
             count = Int(min(value, 1 << 30))
         case "match" where hasValue:
-            pattern = matchesAll(ctx.args[i + 1]) ? nil : ctx.args[i + 1]
+            pattern = matchesAll(ctx.args[i + 1]) ? nil : ctx.args.bytes(i + 1)
         case "type" where hasValue:
             typeName = ctx.option(i + 1)
         default:
@@ -133,7 +133,7 @@ private func randomkey(_ ctx: CommandContext) throws {
 }
 
 private func rename(_ ctx: CommandContext, nx: Bool) throws {
-    switch try ctx.keyspace.rename(ctx.args[1], to: ctx.args[2], replace: !nx) {
+    switch try ctx.keyspace.rename(ctx.args.bytes(1), to: ctx.args.bytes(2), replace: !nx) {
     case .noSuchKey: throw ReplyError.noSuchKey
     case .sameKey: if nx { ctx.connection.replyInteger(0) } else { ctx.connection.replyOK() }
     case .destinationExists: ctx.connection.replyInteger(0)
@@ -145,7 +145,7 @@ extension CommandContext {
     /// Checks a MOVE, COPY DB or SWAPDB argument without resolving it: a DB
     /// index that fits an int, or the name of a cache that already exists.
     /// - Throws: `message` (or Redis's not-an-integer / int-range texts).
-    func checkTarget(_ argument: [UInt8], message: String? = nil) throws(ReplyError) {
+    func checkTarget(_ argument: Argument, message: String? = nil) throws(ReplyError) {
         if let index = parseStrictInt64(argument) {
             guard index >= Int64(Int32.min) && index <= Int64(Int32.max) else {
                 throw message.map { ReplyError("ERR \($0)") } ?? .intOutOfRange
@@ -160,7 +160,7 @@ extension CommandContext {
     }
 
     /// The cache a checked target argument names (range-checked as SELECT).
-    func targetCache(_ argument: [UInt8]) throws(ReplyError) -> OpenCache {
+    func targetCache(_ argument: Argument) throws(ReplyError) -> OpenCache {
         try checkTarget(argument)
         return try server.registry.cache(selecting: argument)
     }
@@ -182,7 +182,7 @@ private func copy(_ ctx: CommandContext) throws {
         }
         i += 1
     }
-    let (source, destination) = (ctx.args[1], ctx.args[2])
+    let (source, destination) = (ctx.args.bytes(1), ctx.args.bytes(2))
     if target === ctx.cache && source == destination {
         throw ReplyError("ERR source and destination objects are the same")
     }
@@ -193,7 +193,7 @@ private func copy(_ ctx: CommandContext) throws {
 private func move(_ ctx: CommandContext) throws {
     let target = try ctx.targetCache(ctx.args[2])
     if target === ctx.cache { throw ReplyError("ERR source and destination objects are the same") }
-    ctx.connection.replyInteger(try ctx.keyspace.move(ctx.args[1], to: ctx.keyspace(of: target)) ? 1 : 0)
+    ctx.connection.replyInteger(try ctx.keyspace.move(ctx.args.bytes(1), to: ctx.keyspace(of: target)) ? 1 : 0)
 }
 
 private func dbsize(_ ctx: CommandContext) throws {

@@ -54,7 +54,7 @@ func normalizedRange(_ start: Int, _ end: Int, count: Int) -> ClosedRange<Int>? 
 /// LPUSH/RPUSH/LPUSHX/RPUSHX key element [element ...]: the new elements'
 /// encoding is joined to the old bytes, which are never decoded.
 private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws {
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     let old = try ctx.keyspace.lookupWrite(key, as: .list)
     if old == nil && onlyIfExists {
         ctx.connection.replyInteger(0)
@@ -62,8 +62,11 @@ private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws 
     }
     let layout = try old.map { try EncodedLayout($0.value) }
     var added: [UInt8] = []
-    for element in head ? Array(ctx.args[2...].reversed()) : Array(ctx.args[2...]) {
-        CollectionCodec.appendListElement(element, to: &added)
+    let elements = ctx.args[2...]
+    if head {
+        for element in elements.reversed() { CollectionCodec.appendListElement(element, to: &added) }
+    } else {
+        for element in elements { CollectionCodec.appendListElement(element, to: &added) }
     }
     let existing = layout.map { $0.bytes[$0.body...] } ?? []
     let count = (layout?.count ?? 0) + ctx.args.count - 2
@@ -83,7 +86,7 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
         }
         count = Int(value)
     }
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     guard let old = try ctx.keyspace.lookupWrite(key, as: .list) else {
         if count != nil { ctx.connection.replyNullArray() } else { ctx.connection.replyNull() }
         return
@@ -115,7 +118,7 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
 
 private func lrange(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .list) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .list) else {
         ctx.connection.replyArrayHeader(0)
         return
     }
@@ -136,7 +139,7 @@ private func lrange(_ ctx: CommandContext) throws {
 }
 
 private func llen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .list))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .list))
 }
 
 /// An index into `count` elements, negative from the end; nil when out of range.
@@ -146,7 +149,7 @@ private func position(_ index: Int, count: Int) -> Int? {
 }
 
 private func lindex(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .list) else {
+    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .list) else {
         ctx.connection.replyNull()
         return
     }
@@ -163,19 +166,21 @@ private func lindex(_ ctx: CommandContext) throws {
 }
 
 private func lset(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else { throw ReplyError.noSuchKey }
+    let key = ctx.args.bytes(1)
+    guard let (found, old) = try ctx.keyspace.loadList(key) else { throw ReplyError.noSuchKey }
     let index = try long(ctx, 2)
     guard let at = position(index, count: found.items.count) else { throw ReplyError("ERR index out of range") }
     var list = found
-    list.items[at] = ctx.args[3]
-    try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
+    list.items[at] = ctx.args.bytes(3)
+    try ctx.keyspace.store(list, at: key, replacing: old)
     ctx.connection.replyOK()
 }
 
 /// LREM key count element: count > 0 from the head, < 0 from the tail, 0 all.
 private func lrem(_ ctx: CommandContext) throws {
     let toRemove = try ctx.integer(2)
-    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else {
+    let key = ctx.args.bytes(1)
+    guard let (found, old) = try ctx.keyspace.loadList(key) else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -195,14 +200,15 @@ private func lrem(_ ctx: CommandContext) throws {
     }
     if removed > 0 {
         list.items = toRemove < 0 ? kept.reversed() : kept
-        try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
+        try ctx.keyspace.store(list, at: key, replacing: old)
     }
     ctx.connection.replyInteger(removed)
 }
 
 private func ltrim(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
-    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else {
+    let key = ctx.args.bytes(1)
+    guard let (found, old) = try ctx.keyspace.loadList(key) else {
         ctx.connection.replyOK()
         return
     }
@@ -213,7 +219,7 @@ private func ltrim(_ ctx: CommandContext) throws {
     } else {
         list.items.removeAll()
     }
-    try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
+    try ctx.keyspace.store(list, at: key, replacing: old)
     ctx.connection.replyOK()
 }
 
@@ -225,17 +231,19 @@ private func linsert(_ ctx: CommandContext) throws {
     case "before": after = false
     default: throw ReplyError.syntax
     }
-    guard let (found, old) = try ctx.keyspace.loadList(ctx.args[1]) else {
+    let key = ctx.args.bytes(1)
+    guard let (found, old) = try ctx.keyspace.loadList(key) else {
         ctx.connection.replyInteger(0)
         return
     }
-    guard let at = found.items.firstIndex(of: ctx.args[3]) else {
+    let pivot = ctx.args[3]
+    guard let at = found.items.firstIndex(where: { $0 == pivot }) else {
         ctx.connection.replyInteger(-1)
         return
     }
     var list = found
-    list.items.insert(ctx.args[4], at: after ? at + 1 : at)
-    try ctx.keyspace.store(list, at: ctx.args[1], replacing: old)
+    list.items.insert(ctx.args.bytes(4), at: after ? at + 1 : at)
+    try ctx.keyspace.store(list, at: key, replacing: old)
     ctx.connection.replyInteger(list.items.count)
 }
 
@@ -266,7 +274,7 @@ private func lpos(_ ctx: CommandContext) throws {
         }
         j += 1
     }
-    guard let (list, _) = try ctx.keyspace.loadList(ctx.args[1], read: true) else {
+    guard let (list, _) = try ctx.keyspace.loadList(ctx.args.bytes(1), read: true) else {
         if count != -1 { ctx.connection.replyArrayHeader(0) } else { ctx.connection.replyNull() }
         return
     }

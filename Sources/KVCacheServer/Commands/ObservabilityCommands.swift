@@ -65,26 +65,26 @@ private func monitor(_ ctx: CommandContext) throws {
 extension Server {
     /// Sends a command line to every MONITOR client, in Redis's form:
     /// `+1339518083.107412 [0 127.0.0.1:60866] "set" "k" "v"`.
-    func feedMonitors(_ args: [[UInt8]], from client: Connection) {
+    func feedMonitors(_ args: Arguments, from client: Connection) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let micros = Int(now.tv_nsec / 1000)
         let fraction = String(micros).count < 6 ? String(repeating: "0", count: 6 - String(micros).count) + String(micros) : String(micros)
-        let redacted = ["auth", "hello"].contains(String(decoding: args[0].map(asciiLower), as: UTF8.self))
+        let redacted = ["auth", "hello"].contains(args[0].lowercasedText)
         let words = args.enumerated().map { i, arg in
             redacted && i > 0 ? "\"(redacted)\"" : quoteForMonitor(arg)
         }
         let line = "\(now.tv_sec).\(fraction) [\(client.databaseLabel) \(client.peer)] " + words.joined(separator: " ")
         for monitor in monitors where monitor !== client && !monitor.closed {
             monitor.replySimple(line)
-            queueFlushFromCommand(monitor)
+            queueReplies(monitor)
         }
     }
 }
 
 /// Quotes bytes as Redis's `sdscatrepr`: printable ASCII as is, `\\n \\r \\t
 /// \\a \\b \\" \\\\` escaped, others as `\\xHH`.
-func quoteForMonitor(_ bytes: [UInt8]) -> String {
+func quoteForMonitor(_ bytes: some Collection<UInt8>) -> String {
     var out = "\""
     for b in bytes {
         switch b {
@@ -125,7 +125,7 @@ private func object(_ ctx: CommandContext) throws {
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "object")
     }
     guard ctx.args.count == 3 else { throw ReplyError.wrongArity("object|\(sub)") }
-    guard let entry = try ctx.keyspace.peek(ctx.args[2]) else {
+    guard let entry = try ctx.keyspace.peek(ctx.args.bytes(2)) else {
         ctx.connection.replyNull()
         return
     }

@@ -67,10 +67,10 @@ private func config(_ ctx: CommandContext) throws {
         var seen = Set<String>()
         for pattern in ctx.args.dropFirst(2) {
             let lowered = pattern.map(asciiLower)
-            for directive in ServerConfig.directives where !seen.contains(directive.name) {
-                if globMatch(lowered, Array(directive.name.utf8)) {
-                    seen.insert(directive.name)
-                    pairs.append((directive.name, directive.render(ctx.server.config)))
+            for (name, directive) in ServerConfig.directiveNames where !seen.contains(name) {
+                if globMatch(lowered, Array(name.utf8)) {
+                    seen.insert(name)
+                    pairs.append((name, directive.render(ctx.server.config)))
                 }
             }
         }
@@ -93,15 +93,6 @@ private func config(_ ctx: CommandContext) throws {
     }
 }
 
-/// Settings CONFIG SET can change while the server runs.
-private let liveDirectives: Set<String> = Set([
-    "timeout", "loglevel", "maxclients", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
-    "default-capacity", "eviction-policy", "maxmemory-policy", "cache", "save", "appendonly", "durability",
-    "appendfsync", "aof-load-truncated", "memtable-max-size", "memtable-full-timeout", "shutdown-timeout",
-    "memory-tier-size",
-    "requirepass", "protected-mode", "slowlog-log-slower-than", "slowlog-max-len",
-] + ServerConfig.encodingDirectives.map(\.name))
-
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.
 /// A `cache` value is a whole line's arguments: "sessions 256mb lru".
 private func configSet(_ ctx: CommandContext) throws {
@@ -109,15 +100,14 @@ private func configSet(_ ctx: CommandContext) throws {
     var config = ctx.server.config
     for i in stride(from: 2, to: ctx.args.count, by: 2) {
         let name = ctx.option(i)
-        guard ServerConfig.directivesByName[name] != nil else {
+        guard let directive = ServerConfig.directivesByName[name] else {
             throw ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '\(ctx.text(i))'")
         }
-        guard liveDirectives.contains(name) else {
+        guard directive.live else {
             throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
         }
         let value = ctx.text(i + 1)
-        let words = name == "cache" || name == "bind" || name == "client-output-buffer-limit"
-            ? value.split(separator: " ").map(String.init) : [value]
+        let words = directive.words ? value.split(separator: " ").map(String.init) : [value]
         do {
             try config.apply(name, words)
         } catch let error as ConfigError {

@@ -24,14 +24,17 @@ let setCommands: [Command] = [
 ]
 
 private func sadd(_ ctx: CommandContext) throws {
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     let old = try ctx.keyspace.lookupWrite(key, as: .set)
     if let old, try EncodedLayout(old.value).large {
         // A hashtable set keeps insertion order: new members are appended to its bytes.
         let set = try EncodedLookup(old.value, kind: .set)
         var added: [[UInt8]] = []
         var seen = Set<[UInt8]>()
-        for member in ctx.args[2...] where !set.contains(member) && seen.insert(member).inserted { added.append(member) }
+        for member in ctx.args[2...] where !set.contains(member) {
+            let bytes = member.bytes
+            if seen.insert(bytes).inserted { added.append(bytes) }
+        }
         if !added.isEmpty {
             var bytes = CollectionCodec.header(large: true, count: set.count + added.count, capacity: old.value.count)
             bytes.append(contentsOf: set.body)
@@ -44,23 +47,23 @@ private func sadd(_ ctx: CommandContext) throws {
     let found = try old.map { (try SetValue(decoding: $0.value), $0) }
     var set = found?.0 ?? SetValue()
     var added = 0
-    for member in ctx.args[2...] where set.add(member, limits: ctx.limits) { added += 1 }
+    for member in ctx.args[2...] where set.add(member.bytes, limits: ctx.limits) { added += 1 }
     if added > 0 { try ctx.keyspace.store(set, at: key, replacing: found?.1) }
     ctx.connection.replyInteger(added)
 }
 
 private func srem(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadSet(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadSet(ctx.args.bytes(1)) else {
         ctx.connection.replyInteger(0)
         return
     }
     var set = found
     var removed = 0
-    for member in ctx.args[2...] where set.remove(member) {
+    for member in ctx.args[2...] where set.remove(member.bytes) {
         removed += 1
         if set.isEmpty { break }
     }
-    if removed > 0 { try ctx.keyspace.store(set, at: ctx.args[1], replacing: old) }
+    if removed > 0 { try ctx.keyspace.store(set, at: ctx.args.bytes(1), replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
@@ -72,22 +75,22 @@ private func replySet(_ ctx: CommandContext, _ members: [[UInt8]]) {
 }
 
 private func smembers(_ ctx: CommandContext) throws {
-    replySet(ctx, try ctx.keyspace.loadSet(ctx.args[1], read: true)?.0.members ?? [])
+    replySet(ctx, try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true)?.0.members ?? [])
 }
 
 private func sismember(_ ctx: CommandContext) throws {
-    let set = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .set)
+    let set = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .set)
     ctx.connection.replyInteger(set?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func smismember(_ ctx: CommandContext) throws {
-    let set = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .set)
+    let set = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .set)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] { ctx.connection.replyInteger(set?.contains(member) == true ? 1 : 0) }
 }
 
 private func scard(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .set))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .set))
 }
 
 /// `count` distinct members at random (all of them, in order, when count covers the set).
@@ -103,7 +106,7 @@ private func randomMembers(_ set: SetValue, _ count: Int) -> [[UInt8]] {
 private func srandmember(_ ctx: CommandContext) throws {
     guard ctx.args.count <= 3 else { throw ReplyError.syntax }
     guard ctx.args.count == 3 else {
-        guard let (set, _) = try ctx.keyspace.loadSet(ctx.args[1], read: true) else {
+        guard let (set, _) = try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true) else {
             ctx.connection.replyNull()
             return
         }
@@ -114,7 +117,7 @@ private func srandmember(_ ctx: CommandContext) throws {
     guard requested != .min else {
         throw ReplyError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
     }
-    guard let (set, _) = try ctx.keyspace.loadSet(ctx.args[1], read: true), requested != 0 else {
+    guard let (set, _) = try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true), requested != 0 else {
         ctx.connection.replyArrayHeader(0)
         return
     }
@@ -141,7 +144,7 @@ private func srandmember(_ ctx: CommandContext) throws {
 /// SPOP key [count]
 private func spop(_ ctx: CommandContext) throws {
     guard ctx.args.count <= 3 else { throw ReplyError.syntax }
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     guard ctx.args.count == 3 else {
         guard let (found, old) = try ctx.keyspace.loadSet(key) else {
             ctx.connection.replyNull()
@@ -170,7 +173,7 @@ private func spop(_ ctx: CommandContext) throws {
 
 /// SMOVE source destination member
 private func smove(_ ctx: CommandContext) throws {
-    let (source, destination, member) = (ctx.args[1], ctx.args[2], ctx.args[3])
+    let (source, destination, member) = (ctx.args.bytes(1), ctx.args.bytes(2), ctx.args.bytes(3))
     // As Redis: a missing source answers 0 before either type is checked.
     guard try ctx.keyspace.exists(source) else {
         ctx.connection.replyInteger(0)

@@ -49,10 +49,10 @@ let sortedSetCommands: [Command] = [
 
 /// Parses a score as Redis's `getDoubleFromObject` does (`strtod` over the
 /// whole argument, no leading space, no NaN, no overflow or underflow to 0).
-func parseScore(_ bytes: [UInt8]) -> Double? {
+func parseScore(_ bytes: some Collection<UInt8>) -> Double? {
     guard !bytes.isEmpty, !bytes.contains(0) else { return nil }
     if let first = bytes.first, first == 0x20 || (first >= 0x09 && first <= 0x0d) { return nil }
-    return (bytes + [0]).withUnsafeBufferPointer { buffer -> Double? in
+    return (Array(bytes) + [0]).withUnsafeBufferPointer { buffer -> Double? in
         let start = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
         var end: UnsafeMutablePointer<CChar>?
         errno = 0
@@ -65,7 +65,7 @@ func parseScore(_ bytes: [UInt8]) -> Double? {
 
 /// Parses a range bound as Redis's `zslParseRange`: `(` for exclusive, then
 /// `strtod` to the end (spaces first are allowed, "" is 0), no NaN.
-func parseScoreBound(_ bytes: [UInt8]) -> (value: Double, exclusive: Bool)? {
+func parseScoreBound(_ bytes: some Collection<UInt8>) -> (value: Double, exclusive: Bool)? {
     var text = bytes[...]
     var exclusive = false
     if text.first == UInt8(ascii: "(") {
@@ -138,13 +138,13 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
         guard let score = parseScore(ctx.args[scoreIndex + 2 * j]) else { throw ReplyError.notFloat }
         scores.append(score)
     }
-    let key = ctx.args[1]
+    let key = ctx.args.bytes(1)
     let old = try ctx.keyspace.lookupWrite(key, as: .zset)
     if old == nil && xx {
         if incr { ctx.connection.replyNull() } else { ctx.connection.replyInteger(0) }
         return
     }
-    let pairs = (0..<elements).map { (score: scores[$0], member: ctx.args[scoreIndex + 2 * $0 + 1]) }
+    let pairs = (0..<elements).map { (score: scores[$0], member: ctx.args.bytes(scoreIndex + 2 * $0 + 1)) }
     let outcome: ZAddOutcome
     // A few members into an existing sorted set: edit its bytes; otherwise decode it.
     if let old, elements <= 8 {
@@ -218,7 +218,7 @@ private func apply<Z: ZAddTarget>(_ pairs: [(score: Double, member: [UInt8])], t
 }
 
 private func zscore(_ ctx: CommandContext) throws {
-    guard let score = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .zset)?.score(ctx.args[2]) else {
+    guard let score = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .zset)?.score(ctx.args[2]) else {
         ctx.connection.replyNull()
         return
     }
@@ -226,7 +226,7 @@ private func zscore(_ ctx: CommandContext) throws {
 }
 
 private func zmscore(_ ctx: CommandContext) throws {
-    let zset = try ctx.keyspace.lookupEncoded(ctx.args[1], of: .zset)
+    let zset = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .zset)
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] {
         if let score = zset?.score(member) { ctx.connection.replyDouble(score) } else { ctx.connection.replyNull() }
@@ -234,26 +234,26 @@ private func zmscore(_ ctx: CommandContext) throws {
 }
 
 private func zcard(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args[1], of: .zset))
+    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .zset))
 }
 
 private func zrem(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadZSet(ctx.args[1]) else {
+    guard let (found, old) = try ctx.keyspace.loadZSet(ctx.args.bytes(1)) else {
         ctx.connection.replyInteger(0)
         return
     }
     var zset = found
     var removed = 0
-    for member in ctx.args[2...] where zset.remove(member) {
+    for member in ctx.args[2...] where zset.remove(member.bytes) {
         removed += 1
         if zset.isEmpty { break }
     }
-    if removed > 0 { try ctx.keyspace.store(zset, at: ctx.args[1], replacing: old) }
+    if removed > 0 { try ctx.keyspace.store(zset, at: ctx.args.bytes(1), replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
 private func zrank(_ ctx: CommandContext, reverse: Bool) throws {
-    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true), let rank = zset.rank(ctx.args[2]) else {
+    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true), let rank = zset.rank(ctx.args.bytes(2)) else {
         ctx.connection.replyNull()
         return
     }
@@ -265,7 +265,7 @@ private struct ScoreRange {
     var min: Double, max: Double
     var minExclusive: Bool, maxExclusive: Bool
 
-    init?(_ min: [UInt8], _ max: [UInt8]) {
+    init?(_ min: Argument, _ max: Argument) {
         guard let low = parseScoreBound(min), let high = parseScoreBound(max) else { return nil }
         (self.min, minExclusive) = low
         (self.max, maxExclusive) = high
@@ -283,7 +283,7 @@ private struct LexRange {
     var min: Bound, max: Bound
     var minExclusive: Bool, maxExclusive: Bool
 
-    static func parse(_ bytes: [UInt8]) -> (Bound, Bool)? {
+    static func parse(_ bytes: Argument) -> (Bound, Bool)? {
         guard let first = bytes.first else { return nil }
         switch first {
         case UInt8(ascii: "+"): return bytes.count == 1 ? (.plusInfinity, true) : nil
@@ -294,7 +294,7 @@ private struct LexRange {
         }
     }
 
-    init?(_ min: [UInt8], _ max: [UInt8]) {
+    init?(_ min: Argument, _ max: Argument) {
         guard let low = Self.parse(min), let high = Self.parse(max) else { return nil }
         (self.min, minExclusive) = low
         (self.max, maxExclusive) = high
@@ -329,7 +329,7 @@ private struct LexRange {
 
 private func zcount(_ ctx: CommandContext) throws {
     guard let range = ScoreRange(ctx.args[2], ctx.args[3]) else { throw ReplyError("ERR min or max is not a float") }
-    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true), !range.isEmpty else {
+    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true), !range.isEmpty else {
         ctx.connection.replyInteger(0)
         return
     }
@@ -377,7 +377,7 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
     switch rangeType {
     case .rank:
         let start = Int(try ctx.integer(2)), end = Int(try ctx.integer(3))
-        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true) else {
+        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
             ctx.connection.replyArrayHeader(0)
             return
         }
@@ -387,7 +387,7 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
         reply(ctx, zset, indices, withScores: withScores)
     case .score:
         guard let range = ScoreRange(minArg, maxArg) else { throw ReplyError("ERR min or max is not a float") }
-        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true) else {
+        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
             ctx.connection.replyArrayHeader(0)
             return
         }
@@ -399,7 +399,7 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
         reply(ctx, zset, indices, withScores: withScores)
     case .lex:
         guard let range = LexRange(minArg, maxArg) else { throw ReplyError("ERR min or max not valid string range item") }
-        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args[1], read: true) else {
+        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
             ctx.connection.replyArrayHeader(0)
             return
         }

@@ -70,17 +70,19 @@ extension CommandContext {
 /// What SET and GETEX options ask for.
 struct StringSetOptions {
     var nx = false, xx = false, get = false, keepTTL = false, persist = false
-    var expiry: (form: ExpiryForm, argument: [UInt8])?
+    /// The expiry's form and the index of its argument (the time, parsed
+    /// later, as Redis parses it after the options).
+    var expiry: (form: ExpiryForm, argument: Int)?
 
     enum Command { case set, getex }
 
     /// Parses options from `args[start...]` exactly as Redis 7's
     /// `parseExtendedStringArgumentsOrReply`: a repeated option is allowed,
     /// conflicting ones are a syntax error.
-    init(_ args: [[UInt8]], from start: Int, for command: Command) throws(ReplyError) {
+    init(_ args: Arguments, from start: Int, for command: Command) throws(ReplyError) {
         var j = start
         while j < args.count {
-            let option = String(decoding: args[j].map(asciiLower), as: UTF8.self)
+            let option = args.option(j)
             let hasNext = j + 1 < args.count
             let expiryForm = expiry?.form
             func expiryAllowed(_ form: ExpiryForm) -> Bool {
@@ -92,10 +94,10 @@ struct StringSetOptions {
             case "get" where command == .set: get = true
             case "keepttl" where !persist && expiryForm == nil && command == .set: keepTTL = true
             case "persist" where command == .getex && expiryForm == nil && !keepTTL: persist = true
-            case "ex" where expiryAllowed(.seconds): expiry = (.seconds, args[j + 1]); j += 1
-            case "px" where expiryAllowed(.milliseconds): expiry = (.milliseconds, args[j + 1]); j += 1
-            case "exat" where expiryAllowed(.unixSeconds): expiry = (.unixSeconds, args[j + 1]); j += 1
-            case "pxat" where expiryAllowed(.unixMilliseconds): expiry = (.unixMilliseconds, args[j + 1]); j += 1
+            case "ex" where expiryAllowed(.seconds): expiry = (.seconds, j + 1); j += 1
+            case "px" where expiryAllowed(.milliseconds): expiry = (.milliseconds, j + 1); j += 1
+            case "exat" where expiryAllowed(.unixSeconds): expiry = (.unixSeconds, j + 1); j += 1
+            case "pxat" where expiryAllowed(.unixMilliseconds): expiry = (.unixMilliseconds, j + 1); j += 1
             default: throw .syntax
             }
             j += 1
@@ -104,15 +106,15 @@ struct StringSetOptions {
 }
 
 private func get(_ ctx: CommandContext) throws {
-    ctx.connection.replyOptionalBulk(try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value)
+    ctx.connection.replyOptionalBulk(try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value)
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
 private func set(_ ctx: CommandContext) throws {
     let options = try StringSetOptions(ctx.args, from: 3, for: .set)
     let now = ctx.now
-    let expiresAt = try options.expiry.map { try ctx.absoluteExpiry($0.argument, $0.form, now: now) }
-    let key = ctx.args[1]
+    let expiresAt = try options.expiry.map { try ctx.absoluteExpiry(ctx.args[$0.argument], $0.form, now: now) }
+    let key = ctx.args.bytes(1)
     // The old entry matters only to NX, XX, GET and KEEPTTL.
     let needsOld = options.nx || options.xx || options.get || options.keepTTL
     let old = needsOld ? try ctx.keyspace.lookupWrite(key) : nil
@@ -122,53 +124,51 @@ private func set(_ ctx: CommandContext) throws {
         if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyNull() }
         return
     }
-    try ctx.keyspace.set(key, ctx.args[2], expiresAt: options.keepTTL ? old?.expiresAt : expiresAt)
+    try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: options.keepTTL ? old?.expiresAt : expiresAt)
     if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyOK() }
 }
 
 private func setnx(_ ctx: CommandContext) throws {
-    if try ctx.keyspace.exists(ctx.args[1]) {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    try ctx.keyspace.set(ctx.args[1], ctx.args[2], expiresAt: nil)
-    ctx.connection.replyInteger(1)
+    ctx.connection.replyInteger(try ctx.keyspace.add(ctx.args.bytes(1), ctx.args.bytes(2)) ? 1 : 0)
 }
 
 private func setex(_ ctx: CommandContext, _ form: ExpiryForm) throws {
     let expiresAt = try ctx.absoluteExpiry(ctx.args[2], form, now: ctx.now)
-    try ctx.keyspace.set(ctx.args[1], ctx.args[3], expiresAt: expiresAt)
+    try ctx.keyspace.set(ctx.args.bytes(1), ctx.args.bytes(3), expiresAt: expiresAt)
     ctx.connection.replyOK()
 }
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 private func getex(_ ctx: CommandContext) throws {
     let options = try StringSetOptions(ctx.args, from: 2, for: .getex)
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .string) else {
+    let key = ctx.args.bytes(1)
+    guard let entry = try ctx.keyspace.lookupRead(key, as: .string) else {
         ctx.connection.replyNull()
         return
     }
     let now = ctx.now
     if let expiry = options.expiry {
-        try ctx.keyspace.expire(ctx.args[1], at: try ctx.absoluteExpiry(expiry.argument, expiry.form, now: now), now: now)
+        try ctx.keyspace.expire(key, at: try ctx.absoluteExpiry(ctx.args[expiry.argument], expiry.form, now: now), now: now)
     } else if options.persist && entry.expiresAt != nil {
-        try ctx.keyspace.setExpiry(ctx.args[1], nil)
+        try ctx.keyspace.setExpiry(key, nil)
     }
     ctx.connection.replyBulk(entry.value)
 }
 
 private func getdel(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args[1], as: .string) else {
+    let key = ctx.args.bytes(1)
+    guard let entry = try ctx.keyspace.lookupRead(key, as: .string) else {
         ctx.connection.replyNull()
         return
     }
-    try ctx.keyspace.delete(ctx.args[1])
+    try ctx.keyspace.delete(key)
     ctx.connection.replyBulk(entry.value)
 }
 
 private func getset(_ ctx: CommandContext) throws {
-    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
-    try ctx.keyspace.set(ctx.args[1], ctx.args[2], expiresAt: nil)
+    let key = ctx.args.bytes(1)
+    let old = try ctx.keyspace.lookupWrite(key, as: .string)
+    try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: nil)
     ctx.connection.replyOptionalBulk(old?.value)
 }
 
@@ -176,7 +176,7 @@ private func mget(_ ctx: CommandContext) throws {
     var values: [[UInt8]?] = []
     // A key holding a collection reads as nil, as in Redis.
     for key in ctx.args.dropFirst() {
-        let entry = try ctx.keyspace.lookupRead(key)
+        let entry = try ctx.keyspace.lookupRead(key.bytes)
         values.append(entry?.kind == .string ? entry?.value : nil)
     }
     ctx.connection.replyArrayHeader(values.count)
@@ -186,40 +186,41 @@ private func mget(_ ctx: CommandContext) throws {
 private func mset(_ ctx: CommandContext) throws {
     guard ctx.args.count % 2 == 1 else { throw ReplyError.wrongArity(ctx.commandName) }
     for i in stride(from: 1, to: ctx.args.count, by: 2) {
-        try ctx.keyspace.set(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
+        try ctx.keyspace.set(ctx.args.bytes(i), ctx.args.bytes(i + 1), expiresAt: nil)
     }
     ctx.connection.replyOK()
 }
 
 private func msetnx(_ ctx: CommandContext) throws {
     guard ctx.args.count % 2 == 1 else { throw ReplyError.wrongArity(ctx.commandName) }
-    for i in stride(from: 1, to: ctx.args.count, by: 2) where try ctx.keyspace.exists(ctx.args[i]) {
+    for i in stride(from: 1, to: ctx.args.count, by: 2) where try ctx.keyspace.exists(ctx.args.bytes(i)) {
         ctx.connection.replyInteger(0)
         return
     }
     for i in stride(from: 1, to: ctx.args.count, by: 2) {
-        try ctx.keyspace.set(ctx.args[i], ctx.args[i + 1], expiresAt: nil)
+        try ctx.keyspace.set(ctx.args.bytes(i), ctx.args.bytes(i + 1), expiresAt: nil)
     }
     ctx.connection.replyInteger(1)
 }
 
 private func append(_ ctx: CommandContext) throws {
-    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
+    let key = ctx.args.bytes(1)
+    let old = try ctx.keyspace.lookupWrite(key, as: .string)
     let value = (old?.value ?? []) + ctx.args[2]
     try ctx.checkStringLength(value.count)
-    try ctx.update(old, key: ctx.args[1], value: value)
+    try ctx.update(old, key: key, value: value)
     ctx.connection.replyInteger(value.count)
 }
 
 private func strlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value.count ?? 0)
+    ctx.connection.replyInteger(try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value.count ?? 0)
 }
 
 /// GETRANGE key start end: inclusive, negative from the end, clamped as Redis 7.0 does.
 private func getrange(_ ctx: CommandContext) throws {
     var start = try ctx.integer(2)
     var end = try ctx.integer(3)
-    let value = try ctx.keyspace.lookupRead(ctx.args[1], as: .string)?.value ?? []
+    let value = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value ?? []
     let length = Int64(value.count)
     if start < 0 { start += length }
     if end < 0 { end += length }
@@ -237,7 +238,8 @@ private func setrange(_ ctx: CommandContext) throws {
     let offset = try ctx.integer(2)
     guard offset >= 0 else { throw ReplyError("ERR offset is out of range") }
     let patch = ctx.args[3]
-    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
+    let key = ctx.args.bytes(1)
+    let old = try ctx.keyspace.lookupWrite(key, as: .string)
     if patch.isEmpty {
         ctx.connection.replyInteger(old?.value.count ?? 0)
         return
@@ -249,12 +251,13 @@ private func setrange(_ ctx: CommandContext) throws {
     var value = old?.value ?? []
     if value.count < Int(end) { value.append(contentsOf: repeatElement(0, count: Int(end) - value.count)) }
     value.replaceSubrange(Int(offset)..<Int(end), with: patch)
-    try ctx.update(old, key: ctx.args[1], value: value)
+    try ctx.update(old, key: key, value: value)
     ctx.connection.replyInteger(value.count)
 }
 
 private func incrBy(_ ctx: CommandContext, _ increment: Int64) throws {
-    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
+    let key = ctx.args.bytes(1)
+    let old = try ctx.keyspace.lookupWrite(key, as: .string)
     var current: Int64 = 0
     if let old {
         guard let parsed = parseStrictInt64(old.value) else { throw ReplyError.notInteger }
@@ -262,7 +265,7 @@ private func incrBy(_ ctx: CommandContext, _ increment: Int64) throws {
     }
     let (result, overflow) = current.addingReportingOverflow(increment)
     guard !overflow else { throw ReplyError.overflow }
-    try ctx.update(old, key: ctx.args[1], value: Array(String(result).utf8))
+    try ctx.update(old, key: key, value: Array(String(result).utf8))
     ctx.connection.replyInteger(result)
 }
 
@@ -274,7 +277,8 @@ private func decrby(_ ctx: CommandContext) throws {
 
 private func incrbyfloat(_ ctx: CommandContext) throws {
     // As Redis: the key's type first, then its value, then the increment.
-    let old = try ctx.keyspace.lookupWrite(ctx.args[1], as: .string)
+    let key = ctx.args.bytes(1)
+    let old = try ctx.keyspace.lookupWrite(key, as: .string)
     var current: LongDouble = 0
     if let old {
         guard let parsed = parseLongDouble(old.value) else { throw ReplyError.notFloat }
@@ -284,6 +288,6 @@ private func incrbyfloat(_ ctx: CommandContext) throws {
     let result = current + increment
     guard result.isFinite else { throw ReplyError("ERR increment would produce NaN or Infinity") }
     let text = formatLongDouble(result)
-    try ctx.update(old, key: ctx.args[1], value: text)
+    try ctx.update(old, key: key, value: text)
     ctx.connection.replyBulk(text)
 }

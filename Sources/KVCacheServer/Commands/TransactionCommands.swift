@@ -1,7 +1,8 @@
 import RESP
 import SQLiteKVCache
 
-/// A client's open MULTI: the queued requests, and whether queueing failed.
+/// A client's open MULTI: the queued requests (copies of their arguments),
+/// and whether queueing failed.
 final class Transaction {
     var commands: [[[UInt8]]] = []
     var failed = false
@@ -63,7 +64,7 @@ private func exec(_ ctx: CommandContext) throws {
     // The transaction's changes are one record of the log: a replay applies all or none.
     ctx.server.persistence.beginTransaction()
     for request in transaction.commands {
-        ctx.server.execute(request, for: c)
+        Arguments.withCopy(of: request) { ctx.server.execute($0, for: c) }
     }
     if let lsn = ctx.server.persistence.endTransaction() { c.awaitingLSN = lsn }
 }
@@ -73,6 +74,7 @@ private func exec(_ ctx: CommandContext) throws {
 private func watch(_ ctx: CommandContext) throws {
     guard ctx.connection.transaction == nil else { throw ReplyError("ERR WATCH inside MULTI is not allowed") }
     for key in ctx.args.dropFirst() {
+        let key = key.bytes
         ctx.connection.watched.append(WatchedKey(cache: ctx.cache, key: key, seen: try ctx.keyspace.peek(key)))
     }
     ctx.connection.replyOK()

@@ -4,9 +4,8 @@ import SQLiteKVCache
 /// The one way from a command to a key: one cache's keys as commands see
 /// them, as Redis's `db.c` is for a database. A command file never touches
 /// the engine; it looks keys up and changes them here, so a rule that
-/// concerns every key (counting hits and misses, WRONGTYPE, the write
-/// batch, and later the append-only log and keyspace events) lands in one
-/// place.
+/// concerns every key (counting hits and misses, WRONGTYPE, the records of
+/// the append-only log, and later keyspace events) lands in one place.
 ///
 /// Reads come in three kinds, as Redis's lookups: `lookupRead` counts a
 /// keyspace hit or miss (INFO's `keyspace_hits`/`keyspace_misses`, Redis's
@@ -215,6 +214,30 @@ struct Keyspace {
     func set(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = [],
              storageDate: Date = Date()) throws {
         try store(Entry(key: key, storageDate: storageDate, metadata: metadata, value: value, expiresAt: expiresAt))
+    }
+
+    /// Stores a string `value` under `key` only when the key has no live
+    /// entry (SETNX): Redis's `dbAdd` after its check.
+    /// - Parameter value: made only when it is stored.
+    /// - Returns: whether it was stored.
+    func add(_ key: [UInt8], _ value: @autoclosure () -> [UInt8]) throws -> Bool {
+        if try exists(key) { return false }
+        try set(key, value(), expiresAt: nil)
+        return true
+    }
+
+    /// A key's expiry, as TTL and friends read it.
+    enum Expiry: Equatable {
+        case noKey
+        case persistent
+        /// Milliseconds since 1970.
+        case at(Int64)
+    }
+
+    /// The expiry of `key`: a counted read, as Redis's TTL.
+    func expiry(_ key: [UInt8]) throws -> Expiry {
+        guard let entry = try lookupRead(key) else { return .noKey }
+        return entry.expiresAt.map(Expiry.at) ?? .persistent
     }
 
     /// Gives a live `key` the expiry `when`, or deletes it when `when` is not

@@ -52,8 +52,8 @@ final class Epoll {
         _ = try Posix.must("epoll_ctl") { epoll_ctl(fd, op, descriptor, &event) }
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: forever) and calls `handle` for each event.
-    func wait(timeoutMilliseconds: Int32, _ handle: (Event) -> Void) throws(SystemError) {
+    /// Waits up to `timeoutMilliseconds` (-1: forever) and calls `body` for each event.
+    func wait(timeoutMilliseconds: Int32, _ body: (Event) -> Void) throws(SystemError) {
         let capacity = Int32(events.count)
         let ready = try events.withUnsafeMutableBufferPointer { buffer throws(SystemError) in
             try Posix.must("epoll_wait") { epoll_wait(fd, buffer.baseAddress, capacity, timeoutMilliseconds) }
@@ -62,9 +62,9 @@ final class Epoll {
             let raw = events[i]
             let flags = raw.events
             let failed = flags & (kv_EPOLLERR | kv_EPOLLHUP) != 0
-            handle(Event(token: raw.data.u64,
-                         readable: failed || flags & (kv_EPOLLIN | kv_EPOLLRDHUP) != 0,
-                         writable: failed || flags & kv_EPOLLOUT != 0))
+            body(Event(token: raw.data.u64,
+                       readable: failed || flags & (kv_EPOLLIN | kv_EPOLLRDHUP) != 0,
+                       writable: failed || flags & kv_EPOLLOUT != 0))
         }
     }
 }

@@ -24,7 +24,7 @@ extension Server {
         func run(_ request: [[UInt8]]) -> Int {
             connection.output.removeAll(keepingCapacity: true)
             connection.closeAfterReply = false
-            server.execute(request, for: connection)
+            Arguments.withCopy(of: request) { server.execute($0, for: connection) }
             var count = 0
             var index = 0
             while let _ = try? ReplyParser.parse(connection.output, index: &index) { count += 1 }
@@ -32,7 +32,7 @@ extension Server {
             return count
         }
 
-        /// Ends a loop iteration: commits the batches.
+        /// Ends a loop iteration: sweep, eviction, the log write.
         func endIteration() {
             server.endIterationForTesting()
         }

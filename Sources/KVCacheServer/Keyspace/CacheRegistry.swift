@@ -3,67 +3,6 @@ import CLinux
 import RESP
 import SQLiteKVCache
 
-/// One named cache as the server sees it: the engine serving it and its
-/// counters. The engine moves between names on SWAPDB (until the writer
-/// has exchanged their files, an engine's own file may be another name's).
-final class OpenCache {
-    let name: String
-    /// The engine serving the cache; nil when its file could not be opened.
-    var engine: CacheEngine?
-    /// Why the file could not be opened, if it could not; kept until reopened.
-    var openError: SQLiteKVCache.Error?
-    var hits = 0
-    var misses = 0
-    /// Evictions and expiries counted by engines this cache had before its current one.
-    var earlierEvicted = 0
-    var earlierExpired = 0
-    /// True while the cache is over capacity after a capacity cut.
-    var needsEviction = false
-
-    init(name: String, engine: CacheEngine?, openError: SQLiteKVCache.Error?) {
-        self.name = name
-        self.engine = engine
-        self.openError = openError
-    }
-
-    /// The engine, or the reason there is none.
-    func usableEngine() throws(ReplyError) -> CacheEngine {
-        guard let engine else { throw ReplyError.engine(openError ?? .databaseUnavailable(reason: "cache '\(name)' is closed")) }
-        return engine
-    }
-
-    /// The engine's statistics, with counters carried across reopenings.
-    func statistics() -> SQLiteKVCache.Statistics? {
-        guard var stats = engine?.statistics() else { return nil }
-        stats.evicted += earlierEvicted
-        stats.expired += earlierExpired
-        return stats
-    }
-
-    /// Marks the cache for background eviction when it holds more than its
-    /// capacity (its capacity was lowered between runs, or SWAPDB brought
-    /// in a fuller cache).
-    func checkCapacity() {
-        guard let engine else { return }
-        needsEviction = engine.capacity > 0 && engine.contentBytes > engine.capacity
-    }
-
-    /// Closes the engine's file, keeping its counters. Changes not applied are lost.
-    func closeEngine() {
-        guard let engine else { return }
-        earlierEvicted += engine.evictedCount
-        earlierExpired += engine.expiredCount
-        engine.close()
-        self.engine = nil
-    }
-
-    /// The Redis database index this cache stands for (`db3` → 3), if any.
-    var databaseIndex: Int? {
-        guard name.hasPrefix("db"), let n = Int(name.dropFirst(2)), "db\(n)" == name else { return nil }
-        return n
-    }
-}
-
 /// The caches of the data directory: opened on first use, bounded by `max-caches`.
 final class CacheRegistry {
     private(set) var config: ServerConfig
@@ -129,7 +68,7 @@ final class CacheRegistry {
     /// `db<n>`, anything else a cache name.
     /// - Throws: `ReplyError` for an out-of-range index, an invalid name, or
     ///   a new cache past `max-caches`.
-    func cache(selecting argument: [UInt8]) throws(ReplyError) -> OpenCache {
+    func cache(selecting argument: some Collection<UInt8>) throws(ReplyError) -> OpenCache {
         if let index = parseStrictInt64(argument) {
             guard index >= Int64(Int32.min) && index <= Int64(Int32.max) else { throw .intOutOfRange }
             guard index >= 0 && index < Int64(config.databases) else { throw .dbIndexOutOfRange }
@@ -145,7 +84,7 @@ final class CacheRegistry {
 
     /// True for a sign and digits only ("01", "+1", "-0", 20 digits): such an
     /// argument is a malformed index, never a cache name.
-    static func looksNumeric(_ bytes: [UInt8]) -> Bool {
+    static func looksNumeric(_ bytes: some Collection<UInt8>) -> Bool {
         var digits = bytes[...]
         if let first = digits.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") { digits = digits.dropFirst() }
         return !digits.isEmpty && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }

@@ -45,15 +45,16 @@ final class Connection {
     var unwatched = false
     /// Registered for EPOLLOUT because a write was short.
     var waitingToWrite = false
-    /// Queued to have its output flushed at the end of the loop iteration.
-    var queuedForFlush = false
+    /// Queued to have its replies sent at the end of the loop iteration.
+    var queuedForReplies = false
     /// Since when unsent replies have been over the soft output limit (ms), or nil.
     var overSoftLimitSince: Int64?
 
-    /// Memory this client's unparsed input holds: bytes plus a bookkeeping
-    /// cost per argument, so many empty arguments are not free.
+    /// Memory this client's unparsed input holds: bytes (an unfinished
+    /// request's arguments among them: they stay in the buffer) plus a
+    /// bookkeeping cost per argument, so many empty arguments are not free.
     var queryBufferCost: Int {
-        input.count + parser.pendingArgumentBytes + parser.pendingArgumentCount * 32
+        input.count + parser.pendingArgumentCount * 32
     }
 
     init(id: Int64, fd: Int32, token: UInt64, peer: SocketAddress?, local: String, cache: OpenCache,

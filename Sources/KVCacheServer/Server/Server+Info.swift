@@ -23,7 +23,7 @@ extension Server {
         return out.isEmpty ? "" : out.joined(separator: "\r\n") + "\r\n"
     }
 
-    private func infoSection(_ name: String) -> [String]? {
+    func infoSection(_ name: String) -> [String]? {
         let now = Self.nowMilliseconds()
         switch name {
         case "server":

@@ -11,6 +11,7 @@ extension Connection {
     func replyBulk(_ bytes: [UInt8]) { RESPEncoder.bulk(bytes, into: &output) }
     func replyBulk(_ bytes: ArraySlice<UInt8>) { RESPEncoder.bulk(bytes, into: &output) }
     func replyBulk(_ text: String) { RESPEncoder.bulk(text, into: &output) }
+    func replyBulk(_ argument: Argument) { argument.withUnsafeBytes { RESPEncoder.bulk($0, into: &output) } }
     func replyNull() { RESPEncoder.null(into: &output, version: protocolVersion) }
     func replyNullArray() { RESPEncoder.nullArray(into: &output, version: protocolVersion) }
     func replyArrayHeader(_ count: Int) { RESPEncoder.arrayHeader(count, into: &output) }

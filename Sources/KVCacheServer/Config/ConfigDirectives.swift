@@ -1,0 +1,162 @@
+import SQLiteKVCache
+
+extension ServerConfig {
+    /// Every directive, in the order CONFIG GET lists them and CONFIG
+    /// REWRITE appends them. `live`: CONFIG SET may change it while the
+    /// server runs; `words`: the value is a list of words.
+    static let directives: [ConfigDirective] = [
+        .integer("port", \.port, 0...65535),
+        ConfigDirective(name: "bind", words: true, apply: { config, args, _ in
+            guard !args.isEmpty else { throw ConfigError("'bind' needs at least one address") }
+            for address in args where SocketAddress(host: address.hasPrefix("-") ? String(address.dropFirst()) : address, port: 0) == nil {
+                throw ConfigError("invalid bind address '\(address)'")
+            }
+            config.bind = args.map { $0.hasPrefix("-") ? String($0.dropFirst()) : $0 }
+        }, render: { $0.bind.joined(separator: " ") }),
+        .text("dir", \.dir),
+        .integer("databases", \.databases, 1...Int(Int32.max)),
+        .integer("max-caches", \.maxCaches, 1...100_000),
+        .integer("maxclients", \.maxClients, 1...1_000_000, live: true),
+        .integer("timeout", \.timeout, 0...Int(Int32.max), live: true),
+        .choice("loglevel", \.logLevel, ["debug", "verbose", "notice", "warning", "nothing"], live: true),
+        .text("logfile", \.logFile),
+        .size("proto-max-bulk-len", \.protoMaxBulkLen, minimum: (1024 * 1024, "1mb"), live: true),
+        .size("client-query-buffer-limit", \.clientQueryBufferLimit, minimum: (1024 * 1024, "1mb"), live: true),
+        ConfigDirective(name: "client-output-buffer-limit", live: true, words: true, apply: { config, args, _ in
+            // Redis's form: one or more "<class> <hard> <soft> <seconds>" groups; only "normal" applies here.
+            guard !args.isEmpty, args.count % 4 == 0 else {
+                throw ConfigError("usage: client-output-buffer-limit <class> <hard> <soft> <soft-seconds>")
+            }
+            for i in stride(from: 0, to: args.count, by: 4) {
+                let kind = args[i].lowercased()
+                guard ["normal", "replica", "slave", "pubsub"].contains(kind) else {
+                    throw ConfigError("invalid client class '\(args[i])'")
+                }
+                guard let hard = parseMemorySize(args[i + 1]), let soft = parseMemorySize(args[i + 2]),
+                      let seconds = Int(args[i + 3]), seconds >= 0 else {
+                    throw ConfigError("client-output-buffer-limit needs sizes and a number of seconds")
+                }
+                if kind == "normal" { config.outputBufferLimit = OutputBufferLimit(hard: hard, soft: soft, softSeconds: seconds) }
+            }
+        }, render: { config in
+            let l = config.outputBufferLimit
+            return "normal \(l.hard) \(l.soft) \(l.softSeconds) replica 268435456 67108864 60 pubsub 33554432 8388608 60"
+        }),
+        .size("default-capacity", \.defaultCapacity, live: true),
+        // maxmemory-policy is Redis's name for the default policy.
+        .policy("eviction-policy", aliases: ["maxmemory-policy"], live: true),
+        ConfigDirective(name: "cache", live: true, words: true, rewrite: .linePerEntry({ config in
+            config.caches.keys.sorted().map { name in
+                let settings = config.caches[name]!
+                return "cache \(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
+            }
+        }), apply: { config, args, _ in
+            guard args.count == 2 || args.count == 3 else {
+                throw ConfigError("usage: cache <name> <size> [fifo|lru|volatile-ttl|noeviction]")
+            }
+            guard let name = try? SQLiteKVCache.canonicalHandle(args[0]) else {
+                throw ConfigError("invalid cache name '\(args[0])': use 1 to 64 of a-z 0-9 . _ -")
+            }
+            guard let capacity = parseMemorySize(args[1]) else {
+                throw ConfigError("cache size must be a memory value (like 256mb): '\(args[1])'")
+            }
+            config.caches[name] = CacheSettings(capacity: capacity, policy: try args.count == 3 ? policyArgument(args[2]) : nil)
+        }, render: { config in
+            config.caches.keys.sorted().map { name in
+                let settings = config.caches[name]!
+                return "\(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
+            }.joined(separator: " ")
+        }),
+        // RDB snapshots: accepted so redis.conf files and tools work; SQLite
+        // is the store of record here, and SAVE/BGSAVE apply to it.
+        ConfigDirective(name: "save", live: true, apply: { _, _, _ in }, render: { _ in "" }),
+        .yesNo("appendonly", \.appendOnly, live: true),
+        .choice("appendfsync", \.appendFsync, ["always", "everysec", "no"], live: true),
+        ConfigDirective(name: "appenddirname", apply: { config, args, name in
+            let value = try oneArgument(args, name)
+            guard !value.isEmpty, !value.contains("/"), value != ".", value != ".." else {
+                throw ConfigError("appenddirname can't be a path, just a dirname")
+            }
+            config.appendDirName = value
+        }, render: { $0.appendDirName }),
+        ConfigDirective(name: "appendfilename", apply: { config, args, name in
+            let value = try oneArgument(args, name)
+            guard !value.isEmpty, !value.contains("/") else {
+                throw ConfigError("appendfilename can't be a path, just a filename")
+            }
+            config.appendFileName = value
+        }, render: { $0.appendFileName }),
+        .yesNo("aof-load-truncated", \.aofLoadTruncated, live: true),
+        .size("memtable-max-size", \.memtableMaxBytes, live: true),
+        .integer("memtable-full-timeout", \.memtableFullTimeout, 0...3_600_000, live: true),
+        .integer("writer-nice", \.writerNice, 0...19),
+        .integer("shutdown-timeout", \.shutdownTimeout, 0...Int(Int32.max), live: true),
+        // The directive before appendonly/appendfsync: `commit` meant what
+        // `appendonly yes` promises (a crash of the process loses nothing
+        // acknowledged), `everysec` what `appendonly no` does (SQLite gets
+        // the writes within about a second). Read, mapped, warned about,
+        // and rewritten as appendonly.
+        ConfigDirective(name: "durability", live: true, rewrite: .replacedBy("appendonly"), apply: { config, args, name in
+            let text = try oneArgument(args, name).lowercased()
+            switch text {
+            case "commit": config.appendOnly = true
+            case "everysec": config.appendOnly = false
+            default: throw ConfigError("argument(s) must be one of the following: commit, everysec")
+            }
+            config.deprecatedDurability = text
+        }, render: { $0.appendOnly ? "commit" : "everysec" }),
+        .integer("tls-port", \.tlsPort, 0...65535),
+        .text("tls-cert-file", \.tlsCertFile),
+        .text("tls-key-file", \.tlsKeyFile),
+        .text("tls-ca-cert-file", \.tlsCACertFile),
+        .choice("tls-auth-clients", \.tlsAuthClients, ["yes", "no", "optional"]),
+        .integer("slowlog-log-slower-than", \.slowlogSlowerThan, -1...Int(Int64.max), live: true),
+        .integer("slowlog-max-len", \.slowlogMaxLength, 0...Int(Int32.max), live: true),
+        .text("requirepass", \.requirePass, live: true),
+        .yesNo("protected-mode", \.protectedMode, live: true),
+        ConfigDirective(name: "rename-command", rewrite: .linePerEntry({ config in
+            config.renamedCommands.keys.sorted().map { "rename-command \($0) \(quoteConfigWord(config.renamedCommands[$0]!))" }
+        }), apply: { config, args, _ in
+            guard args.count == 2 else { throw ConfigError("usage: rename-command <command> <new-name>, \"\" to disable") }
+            config.renamedCommands[args[0].lowercased()] = args[1].lowercased()
+        }, render: { config in
+            config.renamedCommands.keys.sorted().map { "\($0) \(config.renamedCommands[$0]!.isEmpty ? "\"\"" : config.renamedCommands[$0]!)" }
+                .joined(separator: " ")
+        }),
+        .choice("enable-debug-command", \.enableDebugCommand, ["no", "yes", "local"]),
+        .size("memory-tier-size", \.memoryTierBytes, live: true),
+        .integer("sqlite-max-page-count", \.sqliteMaxPageCount, 0...Int(Int32.max)),
+        .size("sqlite-cache-size", \.pageCacheBytes),
+        // Redis 7.0's thresholds between small and large collection
+        // encodings, with the older `ziplist` names as aliases.
+        .encodingLimit("hash-max-listpack-entries", aliases: ["hash-max-ziplist-entries"], \.hashMaxListpackEntries),
+        .encodingLimit("hash-max-listpack-value", aliases: ["hash-max-ziplist-value"], \.hashMaxListpackValue, isSize: true),
+        .encodingLimit("set-max-intset-entries", \.setMaxIntsetEntries),
+        .encodingLimit("zset-max-listpack-entries", aliases: ["zset-max-ziplist-entries"], \.zsetMaxListpackEntries),
+        .encodingLimit("zset-max-listpack-value", aliases: ["zset-max-ziplist-value"], \.zsetMaxListpackValue, isSize: true),
+    ]
+
+    /// Every name a directive answers to (aliases right after their
+    /// directive), in the table's order: what CONFIG GET matches.
+    static let directiveNames: [(name: String, directive: ConfigDirective)] =
+        directives.flatMap { directive in directive.names.map { ($0, directive) } }
+
+    /// The directives by each of their names.
+    static let directivesByName: [String: ConfigDirective] = Dictionary(uniqueKeysWithValues: directiveNames.map { ($0.name, $0.directive) })
+}
+
+extension ConfigDirective {
+    /// An encoding threshold: a count, or (`isSize`) a length in bytes that
+    /// takes Redis's units; never negative. Settable at run time.
+    static func encodingLimit(_ name: String, aliases: [String] = [],
+                              _ field: any WritableKeyPath<EncodingLimits, Int> & Sendable,
+                              isSize: Bool = false) -> ConfigDirective {
+        ConfigDirective(name: name, aliases: aliases, live: true, apply: { config, args, name in
+            let text = try oneArgument(args, name)
+            guard let value = isSize ? parseMemorySize(text) : Int(text), value >= 0 else {
+                throw ConfigError("argument couldn't be parsed into an integer: '\(text)'")
+            }
+            config.encodingLimits[keyPath: field] = value
+        }, render: { "\($0.encodingLimits[keyPath: field])" })
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import CLinux
+import RESP
+import SQLiteKVCache
+
+/// One named cache as the server sees it: the engine serving it and its
+/// counters. The engine moves between names on SWAPDB (until the writer
+/// has exchanged their files, an engine's own file may be another name's).
+final class OpenCache {
+    let name: String
+    /// The engine serving the cache; nil when its file could not be opened.
+    var engine: CacheEngine?
+    /// Why the file could not be opened, if it could not; kept until reopened.
+    var openError: SQLiteKVCache.Error?
+    var hits = 0
+    var misses = 0
+    /// Evictions and expiries counted by engines this cache had before its current one.
+    var earlierEvicted = 0
+    var earlierExpired = 0
+    /// True while the cache is over capacity after a capacity cut.
+    var needsEviction = false
+
+    init(name: String, engine: CacheEngine?, openError: SQLiteKVCache.Error?) {
+        self.name = name
+        self.engine = engine
+        self.openError = openError
+    }
+
+    /// The engine, or the reason there is none.
+    func usableEngine() throws(ReplyError) -> CacheEngine {
+        guard let engine else { throw ReplyError.engine(openError ?? .databaseUnavailable(reason: "cache '\(name)' is closed")) }
+        return engine
+    }
+
+    /// The engine's statistics, with counters carried across reopenings.
+    func statistics() -> SQLiteKVCache.Statistics? {
+        guard var stats = engine?.statistics() else { return nil }
+        stats.evicted += earlierEvicted
+        stats.expired += earlierExpired
+        return stats
+    }
+
+    /// Marks the cache for background eviction when it holds more than its
+    /// capacity (its capacity was lowered between runs, or SWAPDB brought
+    /// in a fuller cache).
+    func checkCapacity() {
+        guard let engine else { return }
+        needsEviction = engine.capacity > 0 && engine.contentBytes > engine.capacity
+    }
+
+    /// Closes the engine's file, keeping its counters. Changes not applied are lost.
+    func closeEngine() {
+        guard let engine else { return }
+        earlierEvicted += engine.evictedCount
+        earlierExpired += engine.expiredCount
+        engine.close()
+        self.engine = nil
+    }
+
+    /// The Redis database index this cache stands for (`db3` → 3), if any.
+    var databaseIndex: Int? {
+        guard name.hasPrefix("db"), let n = Int(name.dropFirst(2)), "db\(n)" == name else { return nil }
+        return n
+    }
+}

@@ -1,0 +1,206 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import RESP
+import SQLiteKVCache
+
+/// Clients come and go (Redis's networking.c, its accept and close half):
+/// accepting on the listeners (refusals past maxclients or in protected
+/// mode), TLS handshakes, closing and CLIENT KILL, and pausing the
+/// listeners when descriptors run out.
+extension Server {
+    func acceptClients(on listener: Int32, tls: Bool) {
+        for _ in 0..<1000 {
+            let accepted: IOResult<(Int32, sockaddr_storage)>
+            do {
+                accepted = try Posix.accept(listener)
+            } catch {
+                let now = Self.nowMilliseconds()
+                if now - lastAcceptWarning >= 1000 {
+                    lastAcceptWarning = now
+                    logger.warning("Accepting client connection: \(error)")
+                }
+                if error.errno == EMFILE || error.errno == ENFILE {
+                    // Out of descriptors: the listener stays readable, so stop
+                    // watching it for a moment instead of spinning on it.
+                    pauseListeners(until: now + 100)
+                }
+                return
+            }
+            guard case .done(let (fd, storage)) = accepted else { return }
+            stats.totalConnectionsReceived += 1
+            if clientCount >= config.maxClients {
+                let message = Array("-ERR max number of clients reached\r\n".utf8)
+                message.withUnsafeBytes { _ = try? Posix.write(fd, $0) }
+                Posix.close(fd)
+                stats.rejectedConnections += 1
+                continue
+            }
+            let peerAddress = SocketAddress(storage: storage)
+            if config.protectedMode && config.requirePass.isEmpty
+                && !(peerAddress.map { $0.host == "127.0.0.1" || $0.host == "::1" } ?? false) {
+                Array(Self.protectedModeRefusal.utf8).withUnsafeBytes { _ = try? Posix.write(fd, $0) }
+                Posix.close(fd)
+                stats.rejectedConnections += 1
+                continue
+            }
+            try? Posix.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            generation = generation == 0x7fff_ffff ? 1 : generation + 1
+            let token = UInt64(generation) << 32 | UInt64(UInt32(fd))
+            let cache: OpenCache
+            do {
+                cache = try registry.cache(named: "db0")
+            } catch {
+                logger.warning("Cannot open db0 for a new client: \(error.text)")
+                Posix.close(fd)
+                continue
+            }
+            let now = Self.nowMilliseconds()
+            let local = Posix.localAddress(fd)?.description ?? listeners.first?.address.description ?? ""
+            let connection = Connection(
+                id: nextClientID, fd: fd, token: token, peer: peerAddress, local: local,
+                cache: cache, limits: requestLimits, now: now)
+            connection.authenticated = config.requirePass.isEmpty
+            connection.parser.limits.unauthenticated = !connection.authenticated
+            nextClientID += 1
+            do {
+                try epoll.add(fd, token: token, interest: .readable)
+            } catch {
+                logger.warning("Registering client: \(error)")
+                Posix.close(fd)
+                continue
+            }
+            if fd >= connections.count {
+                connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
+            }
+            connections[Int(fd)] = connection
+            clientCount += 1
+            logger.debug("Accepted \(connection.peer)")
+            if tls, let tlsContext {
+                guard let session = TLSSession(context: tlsContext, fd: fd) else {
+                    close(connection)
+                    continue
+                }
+                connection.tls = session
+                advanceHandshake(connection)
+            }
+        }
+    }
+
+    /// Stops watching the listening sockets until `time` (cron resumes them).
+    func pauseListeners(until time: Int64) {
+        guard listenersPausedUntil == nil else { return }
+        listenersPausedUntil = time
+        for listener in listeners { epoll.remove(listener.fd) }
+    }
+
+    func resumeListenersIfDue(now: Int64) {
+        guard let until = listenersPausedUntil, now >= until else { return }
+        listenersPausedUntil = nil
+        for (index, listener) in listeners.enumerated() {
+            try? epoll.add(listener.fd, token: Self.listenerTokenBase | UInt64(index), interest: .readable)
+        }
+    }
+
+    var requestLimits: RequestLimits {
+        RequestLimits(maxBulkLength: config.protoMaxBulkLen)
+    }
+
+    /// Moves a TLS handshake along; a client stalled in it costs nothing but
+    /// its descriptor until the handshake deadline (cron) closes it.
+    func advanceHandshake(_ connection: Connection) {
+        guard let tls = connection.tls else { return }
+        switch tls.handshake() {
+        case .done:
+            try? epoll.modify(connection.fd, token: connection.token, interest: .readable)
+            readAndExecute(connection)  // the client may have sent its first command with the handshake
+        case .wantRead:
+            try? epoll.modify(connection.fd, token: connection.token, interest: .readable)
+        case .wantWrite:
+            try? epoll.modify(connection.fd, token: connection.token, interest: [.readable, .writable])
+        case .closed:
+            close(connection)
+        case .failed(let reason):
+            logger.verbose("TLS handshake with \(connection.peer) failed: \(reason)")
+            stats.tlsHandshakeFailures += 1
+            close(connection)
+        }
+    }
+
+    /// Closes a client now, dropping anything unsent.
+    func close(_ connection: Connection) {
+        guard !connection.closed else { return }
+        connection.closed = true
+        connection.tls?.shutdown()
+        if connection.isMonitor { monitors.removeAll { $0 === connection } }
+        epoll.remove(connection.fd)
+        Posix.close(connection.fd)
+        if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {
+            connections[Int(connection.fd)] = nil
+        }
+        clientCount -= 1
+    }
+
+    /// CLIENT KILL: closes `victim` now, or, when it is the caller, right
+    /// after its reply.
+    func kill(_ victim: Connection, by caller: Connection) {
+        if victim === caller {
+            victim.closeAfterReply = true
+        } else {
+            close(victim)
+        }
+    }
+
+    /// Every connected client, in id order.
+    var allConnections: [Connection] {
+        connections.compactMap { $0 }.sorted { $0.id < $1.id }
+    }
+
+    /// Redis's answer to a non-loopback client in protected mode.
+    static let protectedModeRefusal = "-DENIED Redis is running in protected mode because protected "
+        + "mode is enabled and no password is set for the default user. "
+        + "In this mode connections are only accepted from the loopback interface. "
+        + "If you want to connect from external computers to Redis you "
+        + "may adopt one of the following solutions: "
+        + "1) Just disable protected mode sending the command "
+        + "'CONFIG SET protected-mode no' from the loopback interface "
+        + "by connecting to Redis from the same host the server is "
+        + "running, however MAKE SURE Redis is not publicly accessible "
+        + "from internet if you do so. Use CONFIG REWRITE to make this "
+        + "change permanent. "
+        + "2) Alternatively you can just disable the protected mode by "
+        + "editing the Redis configuration file, and setting the protected "
+        + "mode option to 'no', and then restarting the server. "
+        + "3) If you started the server manually just for testing, restart "
+        + "it with the '--protected-mode no' option. "
+        + "4) Setup a an authentication password for the default user. "
+        + "NOTE: You only need to do one of the above things in order for "
+        + "the server to start accepting connections from the outside.\r\n"
+}
+
+/// Raises the soft descriptor limit so `maxclients` clients and every cache
+/// file fit; when the hard limit is too low, lowers `maxclients` to what
+/// fits, as Redis does.
+/// - Returns: the maxclients that fits.
+func fitDescriptorLimit(_ config: ServerConfig, logger: Logger) -> Int {
+    // Listeners, epoll, signalfd, logs, lock files, six per cache (file and
+    // WAL for its reader and writer connections, shared memory, lock file),
+    // and eight for the append-only log (its segment, the fsync thread's
+    // duplicates, the directory, the wake-up eventfd).
+    let reserved = 32 + 6 * config.maxCaches + 8
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxClients }
+    let wanted = rlim_t(config.maxClients + reserved)
+    if limit.rlim_cur < wanted {
+        var raised = limit
+        raised.rlim_cur = min(wanted, limit.rlim_max)
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+    }
+    guard limit.rlim_cur < wanted else { return config.maxClients }
+    let fitting = max(1, Int(limit.rlim_cur) - reserved)
+    logger.warning("You requested maxclients of \(config.maxClients) requiring at least \(wanted) max file descriptors. "
+        + "The limit is \(limit.rlim_cur): maxclients has been reduced to \(fitting) to compensate for low ulimit. "
+        + "If you need higher maxclients increase 'ulimit -n'.")
+    return fitting
+}

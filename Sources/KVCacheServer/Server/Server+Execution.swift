@@ -1,0 +1,254 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import RESP
+import SQLiteKVCache
+
+/// Reading and running requests (Redis's processInputBuffer and call):
+/// read what a socket has, parse every complete request in the buffer, and
+/// run each through the checks, the handler and the counters; a write that
+/// finds the memtables full waits (is parked) until the writer frees room;
+/// the log's command records replay through the same path.
+extension Server {
+    /// Reads what the socket has (a bounded amount) and runs every complete command in it.
+    func readAndExecute(_ connection: Connection) {
+        if connection.closeAfterReply {
+            // Nothing more will be run for this client: discard input, notice EOF.
+            var scratch = [UInt8](repeating: 0, count: 4096)
+            let n = scratch.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+                if connection.pendingOutput > 0 && connection.awaitingLSN > persistence.syncedLSN {
+                    // Its replies wait for the log's fsync: stop watching the
+                    // socket (an EOF stays readable), send them, then close.
+                    epoll.remove(connection.fd)
+                    connection.unwatched = true
+                } else {
+                    close(connection)
+                }
+            }
+            return
+        }
+        var endOfStream = false
+        do {
+            let result: IOResult<Int>
+            if let tls = connection.tls {
+                result = try connection.input.read(chunk: Self.readChunk) { space throws(SystemError) in
+                    switch tls.read(space) {
+                    case .done(let n): return .done(n)
+                    case .wantRead, .wantWrite: return .wouldBlock
+                    case .closed: return .done(0)
+                    case .failed(let reason):
+                        logger.verbose("TLS read from \(connection.peer) failed: \(reason)")
+                        throw SystemError(function: "SSL_read", errno: EPROTO)
+                    }
+                }
+                if tls.pending > 0 { tlsReadAgain.append(connection) }
+            } else {
+                result = try connection.input.read(from: connection.fd, chunk: Self.readChunk)
+            }
+            switch result {
+            case .wouldBlock: return
+            case .done(0): endOfStream = true
+            case .done(let n): stats.netInputBytes += n
+            }
+        } catch {
+            logger.verbose("Reading from client \(connection.peer): \(error)")
+            close(connection)
+            return
+        }
+        connection.lastInteraction = Self.nowMilliseconds()
+        executeBuffered(connection)
+        if connection.closed { return }
+        if connection.queryBufferCost > config.clientQueryBufferLimit {
+            logger.warning("Closing client \(connection.peer) that reached max query buffer length "
+                + "(\(connection.queryBufferCost) bytes)")
+            close(connection)
+            return
+        }
+        if overOutputLimit(connection) { return }
+        if endOfStream {
+            // Send what is owed for the commands already read, then close.
+            connection.closeAfterReply = true
+        }
+        queueReplies(connection)
+    }
+
+    /// Parses and runs every complete request in the input buffer. A
+    /// multibulk request runs on a view of the buffer (its arguments are not
+    /// copied); an unfinished one stays in the buffer, from its first byte,
+    /// for the parser to resume.
+    func executeBuffered(_ connection: Connection) {
+        connection.input.consume { buffer in
+            var index = 0
+            while !connection.closeAfterReply && !connection.closed && connection.parked == nil {
+                let request: RequestParser.Request?
+                do {
+                    request = try connection.parser.nextRequest(buffer, index: &index)
+                } catch let error as ProtocolError {
+                    connection.replyError(ReplyError("ERR \(error.message)"))
+                    connection.closeAfterReply = true
+                    logger.verbose("Protocol error (\(error.message)) from client \(connection.peer)")
+                    return buffer.count
+                } catch {
+                    preconditionFailure("the request parser throws only ProtocolError")
+                }
+                switch request {
+                case nil:
+                    return index
+                case .multibulk(let frame):
+                    execute(Arguments(frame: frame, in: buffer, ranges: connection.parser.argumentRanges), for: connection)
+                case .inline(let words):
+                    Arguments.withCopy(of: words) { execute($0, for: connection) }
+                }
+            }
+            return index
+        }
+        if connection.input.count == 0 { connection.input.shrinkIfIdle(keep: 64 * 1024) }
+    }
+
+    /// Runs one command and appends its reply: checks (name, arity,
+    /// authentication), the monitor feed, the handler, and the counters
+    /// INFO commandstats/errorstats and SLOWLOG report.
+    func execute(_ args: Arguments, for connection: Connection) {
+        stats.totalCommandsProcessed += 1
+        if Self.isCrossProtocolAttack(args[0]) {
+            logger.warning("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands "
+                + "to the server. This is likely due to an attacker attempting to use Cross Protocol Scripting to "
+                + "compromise it. Connection aborted.")
+            connection.closeAfterReply = true
+            return
+        }
+        guard let command = commands.lookup(args[0]) else {
+            reject(connection, CommandTable.unknownCommandError(args), command: nil)
+            return
+        }
+        connection.lastCommand = command.subcommands.isEmpty || args.count < 2
+            ? command.name : command.name + "|" + args[1].lowercasedText
+        guard command.accepts(argumentCount: args.count) else {
+            reject(connection, .wrongArity(command.name), command: command)
+            return
+        }
+        if authRequired(connection) && !command.flags.contains("no_auth") {
+            reject(connection, .noAuth, command: command)
+            return
+        }
+        if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
+            reject(connection, .loading, command: command)
+            return
+        }
+        if let queued = connection.transaction, !command.isTransactionControl {
+            queued.commands.append(args.copies)
+            connection.replySimple("QUEUED")
+            return
+        }
+        if !persistence.replaying && needsRoom(command, connection) && persistence.memtableFull {
+            // The writer is behind: the write waits (and the client's next
+            // requests behind it) until it frees room.
+            connection.parked = (args.copies, Self.nowMilliseconds())
+            parked.append(connection)
+            persistence.requestSeal()
+            return
+        }
+        if !monitors.isEmpty { feedMonitors(args, from: connection) }
+        let outer = runningCommandMayGrow
+        runningCommandMayGrow = command.flags.contains("denyoom") || (command.name == "exec" && outer)
+        defer { runningCommandMayGrow = outer }
+        let began = Self.monotonicMicroseconds()
+        var failure: ReplyError?
+        do {
+            try command.handler(CommandContext(server: self, connection: connection, args: args))
+        } catch let error as ReplyError {
+            failure = error
+        } catch let error as SQLiteKVCache.Error {
+            failure = .engine(error)
+        } catch {
+            failure = ReplyError("ERR \(error)")
+        }
+        let elapsed = Self.monotonicMicroseconds() - began
+        command.stats.calls += 1
+        command.stats.microseconds += elapsed
+        if let failure {
+            connection.replyError(failure)
+            command.stats.failed += 1
+            countError(failure)
+        }
+        if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
+            slowlog.record(args, microseconds: elapsed, client: connection)
+        }
+        if let lsn = persistence.commandFinished() { connection.awaitingLSN = lsn }
+    }
+
+    /// Whether a command changes data, so it waits while the memtables are
+    /// full: a write command, or an EXEC whose transaction holds one.
+    func needsRoom(_ command: Command, _ connection: Connection) -> Bool {
+        if command.isWrite && command.flags.contains("denyoom") { return true }
+        guard command.name == "exec", let queued = connection.transaction else { return false }
+        return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
+    }
+
+    /// Runs the writes that waited for room, in arrival order, once there
+    /// is room; a write that waited `memtable-full-timeout` gets an error.
+    func resumeParked() {
+        guard !parked.isEmpty else { return }
+        let now = Self.nowMilliseconds()
+        let full = persistence.memtableFull
+        var still: [Connection] = []
+        for connection in parked {
+            guard !connection.closed, let (args, since) = connection.parked else { continue }
+            if full && now - since < Int64(config.memtableFullTimeout) {
+                still.append(connection)
+                continue
+            }
+            connection.parked = nil
+            if full {
+                connection.replyError(.memtableFull(config.memtableMaxBytes))
+                countError(.memtableFull(config.memtableMaxBytes))
+            } else {
+                Arguments.withCopy(of: args) { execute($0, for: connection) }
+            }
+            if connection.parked == nil { executeBuffered(connection) }
+            if connection.parked != nil { still.append(connection) }
+            queueReplies(connection)
+        }
+        parked = still
+        if !parked.isEmpty { backgroundWorkPending = !full }
+    }
+
+    /// Replays one command of the append-only log in `cache` (a record of a
+    /// command whose effect is its own re-run).
+    func replayCommand(_ args: [[UInt8]], in cache: OpenCache, lsn: UInt64) {
+        let connection = replayConnection ?? Connection(
+            id: 0, fd: -1, token: 0, peer: nil, local: "", cache: cache, limits: requestLimits, now: Self.nowMilliseconds())
+        replayConnection = connection
+        connection.cache = cache
+        connection.output.removeAll(keepingCapacity: true)
+        Arguments.withCopy(of: args) { execute($0, for: connection) }
+    }
+
+    /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
+    func reject(_ connection: Connection, _ error: ReplyError, command: Command?) {
+        connection.replyError(error)
+        command?.stats.rejected += 1
+        countError(error)
+        if let transaction = connection.transaction { transaction.failed = true }
+    }
+
+    /// Counts an error reply for INFO (total_error_replies, errorstats by prefix).
+    func countError(_ error: ReplyError) {
+        stats.totalErrorReplies += 1
+        let prefix = error.text.split(separator: " ", maxSplits: 1).first.map(String.init) ?? "ERR"
+        stats.errorsByPrefix[prefix, default: 0] += 1
+    }
+
+    /// `POST` and `Host:` lines mean an HTTP client was tricked into talking to us.
+    static func isCrossProtocolAttack(_ name: Argument) -> Bool {
+        // Compared in place: this runs for every command.
+        func equalsIgnoringCase(_ word: StaticString) -> Bool {
+            guard name.count == word.utf8CodeUnitCount else { return false }
+            let bytes = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+            return zip(name, bytes).allSatisfy { asciiLower($0) == $1 }
+        }
+        return equalsIgnoringCase("post") || equalsIgnoringCase("host:")
+    }
+}

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import RESP
+import SQLiteKVCache
+
+/// Work the loop does beside requests (Redis's serverCron, activeExpireCycle
+/// and evict.c): a time-bounded expiry sweep and bounded eviction every
+/// iteration, and every 100 ms the cron (timeouts, output limits, TLS
+/// handshake deadlines, ops samples).
+extension Server {
+    /// Removes a bounded batch of expired entries from each open cache, so a
+    /// mass expiry never stalls the loop; more left means poll again at once.
+    func sweepExpired() {
+        guard activeExpire else { return }
+        let deadline = Self.monotonicMicroseconds() + Self.sweepBudgetMicroseconds
+        for cache in registry.open.values where cache.openError == nil {
+            do {
+                let keyspace = Keyspace(server: self, cache: cache)
+                guard try keyspace.expiryDue() else { continue }
+                // Small steps until the iteration's budget is spent: a mass
+                // expiry spreads over iterations, between which clients are served.
+                while true {
+                    let removed = try keyspace.removeExpired(limit: Self.sweepBatch)
+                    guard removed == Self.sweepBatch else { break }
+                    if Self.monotonicMicroseconds() >= deadline {
+                        backgroundWorkPending = true
+                        return
+                    }
+                }
+            } catch {
+                logger.warning("Expiring keys in cache '\(cache.name)' failed: \(error)")
+            }
+        }
+    }
+
+    /// Evicts a bounded batch from each cache over its capacity (after a
+    /// capacity cut, a swap, or a file opened with a smaller capacity).
+    func continueEviction() {
+        guard !persistence.loading else { return }  // the totals are exact once the replay's writes are applied
+        for cache in registry.open.values where cache.needsEviction || (cache.engine?.overCapacity ?? false) {
+            do {
+                cache.needsEviction = !(try Keyspace(server: self, cache: cache).evict(limit: Self.evictionBatch))
+            } catch {
+                logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
+                cache.needsEviction = false
+            }
+            if cache.needsEviction { backgroundWorkPending = true }
+        }
+    }
+
+    func cron(now: Int64) {
+        resumeListenersIfDue(now: now)
+        opsSamples.append((now, stats.totalCommandsProcessed))
+        if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
+        for connection in connections.compactMap({ $0 }) {
+            if let tls = connection.tls, !tls.handshakeDone, now - connection.createdAt > Self.handshakeTimeout {
+                logger.verbose("Closing \(connection.peer): TLS handshake not done in time")
+                close(connection)
+            }
+        }
+        for connection in connections.compactMap({ $0 }) where connection.pendingOutput > 0 {
+            overOutputLimit(connection, now: now)
+        }
+        if config.timeout > 0 {
+            let limit = Int64(config.timeout) * 1000
+            for connection in connections.compactMap({ $0 }) where now - connection.lastInteraction > limit {
+                logger.verbose("Closing idle client \(connection.peer)")
+                close(connection)
+            }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import RESP
+import SQLiteKVCache
+
+/// The server: one thread running an epoll loop over the listening sockets,
+/// the clients, a signalfd and the wake-ups of its background threads. Each
+/// loop iteration reads what is ready, runs the complete commands (their
+/// changes go to the caches' memtables and records of the append-only
+/// log), writes the log, and only then sends the replies: a write is
+/// acknowledged once its record is in the log (and fsynced, under
+/// `appendfsync always`). The writer thread applies the changes to SQLite
+/// in batches (`Persistence`).
+public final class Server {
+    public static let version = "0.1.0"
+    /// The Redis version whose behaviour this server follows.
+    public static let redisVersion = "7.0.15"
+
+    // MARK: Settings and identity
+
+    var config: ServerConfig
+    let logger: Logger
+    let startedAt: Int64
+    /// A random 40-hex-digit id for INFO replication, as Redis makes one per start.
+    let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+
+    // MARK: The loop
+
+    let epoll: Epoll
+    let signals: SignalSource
+    var running = true
+    var lastCron: Int64 = 0
+    /// Set when the last sweep or eviction step left work: poll instead of sleeping.
+    var backgroundWorkPending = false
+    static let signalToken: UInt64 = 1 << 63
+    static let wakeToken: UInt64 = (1 << 63) | 1
+    static let listenerTokenBase: UInt64 = (1 << 63) | (1 << 62)
+
+    // MARK: Clients (Server+Clients)
+
+    var listeners: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
+    let tlsContext: TLSContext?
+    /// TLS clients whose session holds decrypted bytes the socket will not signal.
+    var tlsReadAgain: [Connection] = []
+    /// Clients by descriptor.
+    var connections: [Connection?] = []
+    var clientCount = 0
+    var nextClientID: Int64 = 1
+    var generation: UInt32 = 0
+    /// Accepting is paused (descriptors ran out) until this time.
+    var listenersPausedUntil: Int64?
+    var lastAcceptWarning: Int64 = 0
+    /// Milliseconds a client of the TLS port may take to finish its handshake.
+    static let handshakeTimeout: Int64 = 10_000
+
+    // MARK: Running commands (Server+Execution)
+
+    let commands: CommandTable
+    static let readChunk = 64 * 1024
+    /// Clients whose write waits for room in the memtables.
+    var parked: [Connection] = []
+    /// The connection the log's command records are replayed on.
+    var replayConnection: Connection?
+    /// Whether the running command may take more room (Redis's `denyoom`).
+    var runningCommandMayGrow = false
+    /// Clients in MONITOR mode, fed every command others run.
+    var monitors: [Connection] = []
+    var slowlog = SlowLog()
+
+    // MARK: Caches and persistence (Server+Persistence)
+
+    let registry: CacheRegistry
+    /// The append-only log, the writer thread and the seals.
+    var persistence: Persistence!
+
+    // MARK: Replies (Server+Replies)
+
+    /// Clients with replies to send at the end of the iteration.
+    var clientsWithReplies: [Connection] = []
+    /// Clients whose replies wait for the log's fsync (`appendfsync always`).
+    var heldForSync: [Connection] = []
+
+    // MARK: Background work (Server+PeriodicWork)
+
+    /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
+    var activeExpire = true
+    static let sweepBatch = 32
+    /// Entries one step of background eviction removes at most.
+    static let evictionBatch = 256
+    /// Time the expiry sweep may take per loop iteration.
+    static let sweepBudgetMicroseconds = 1000
+
+    // MARK: Statistics (ServerStats, Server+Info)
+
+    var stats = ServerStats()
+    /// The largest RSS INFO has seen.
+    var peakMemory = 0
+    /// Samples of total_commands_processed for instantaneous_ops_per_sec.
+    var opsSamples: [(time: Int64, commands: Int)] = []
+
+    // MARK: Set-up
+
+    /// Binds the listening sockets and prepares the loop; no client is served until `run()`.
+    /// - Throws: `ConfigError` or `SystemError` with a message fit for the user.
+    public init(config: ServerConfig, logger: Logger) throws {
+        self.config = config
+        self.logger = logger
+        self.startedAt = Server.nowMilliseconds()
+        SignalSource.ignoreBrokenPipe()
+        self.config.maxClients = fitDescriptorLimit(config, logger: logger)
+        signals = try SignalSource(signals: [SIGTERM, SIGINT])
+        epoll = try Epoll()
+        umask(0o077)  // cache files, lock files and logs: owner only
+        registry = try CacheRegistry(config: config, logger: logger)
+        commands = try CommandTable.standard.renamed(config.renamedCommands)
+        if let old = config.deprecatedDurability {
+            logger.warning("'durability \(old)' is deprecated: it now means 'appendonly \(config.appendOnly ? "yes" : "no")'; "
+                + "use appendonly and appendfsync")
+        }
+        slowlog.threshold = config.slowlogSlowerThan
+        slowlog.maxLength = config.slowlogMaxLength
+        if config.tlsPort != 0 {
+            guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
+                throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
+            }
+            tlsContext = try TLSContext(
+                certificateFile: config.tlsCertFile, keyFile: config.tlsKeyFile, caCertificateFile: config.tlsCACertFile,
+                clientAuth: TLSContext.ClientAuth(rawValue: config.tlsAuthClients) ?? .yes)
+        } else {
+            tlsContext = nil
+        }
+        try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
+        persistence = try Persistence(server: self, config: config)
+        registry.onOpen = { [unowned self] engine in persistence.cacheOpened(engine) }
+        try epoll.add(persistence.wakeFD, token: Self.wakeToken, interest: .readable)
+        for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
+            for host in config.bind {
+                guard let address = SocketAddress(host: host, port: port) else {
+                    throw ConfigError("invalid bind address '\(host)'")
+                }
+                let fd: Int32
+                do {
+                    fd = try Posix.listen(on: address)
+                } catch {
+                    throw ConfigError("could not listen on \(address): \(String(cString: strerror(error.errno)))")
+                }
+                let bound = Posix.localAddress(fd) ?? address
+                try epoll.add(fd, token: Self.listenerTokenBase | UInt64(listeners.count), interest: .readable)
+                listeners.append((fd, bound, tls))
+            }
+        }
+        guard !listeners.isEmpty || config.port == 0 && config.tlsPort == 0 else {
+            throw ConfigError("nothing to listen on")
+        }
+    }
+
+    /// The addresses actually listened on (port 0 in a bind picks a free port).
+    public var listeningAddresses: [String] { listeners.map { $0.address.description + ($0.tls ? " (TLS)" : "") } }
+
+    static func nowMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    static func monotonicMicroseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1000
+    }
+
+    /// Applies a changed configuration to the running server.
+    func apply(_ newConfig: ServerConfig) throws {
+        if newConfig.appendOnly != config.appendOnly {
+            try persistence.setAppendOnly(newConfig.appendOnly, config: newConfig)
+        }
+        config = newConfig
+        logger.level = newConfig.logLevel
+        registry.apply(newConfig)
+        slowlog.threshold = newConfig.slowlogSlowerThan
+        slowlog.maxLength = newConfig.slowlogMaxLength
+    }
+
+    // MARK: The loop
+
+    /// Serves until SIGTERM or SIGINT, then shuts down cleanly: stops
+    /// accepting, sends pending replies, closes every cache.
+    public func run() throws {
+        logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
+            + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
+        // db0 is every client's first cache: open it now, so a large file's
+        // progress shows at start-up, not on the first connection.
+        _ = try? registry.cache(named: "db0")
+        if persistence.loading {
+            logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
+        }
+        while running {
+            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading
+            try epoll.wait(timeoutMilliseconds: poll ? 0 : 100) { event in
+                self.dispatch(event)
+            }
+            let again = tlsReadAgain
+            tlsReadAgain.removeAll()
+            for connection in again where !connection.closed { readAndExecute(connection) }
+            if persistence.loading {
+                do {
+                    try persistence.replayStep(budget: 20)
+                } catch {
+                    logger.warning("Replaying the append-only log failed: \(error)")
+                    throw ConfigError("the append-only log cannot be replayed: \(error)")
+                }
+            }
+            backgroundWorkPending = false
+            sweepExpired()
+            continueEviction()
+            resumeParked()
+            persistence.periodic(now: Self.nowMilliseconds())
+            persistence.beforeReplies()
+            sendQueuedReplies()
+            let now = Self.nowMilliseconds()
+            if now - lastCron >= 100 {
+                lastCron = now
+                cron(now: now)
+            }
+        }
+        shutdown()
+    }
+
+    /// Dispatches one epoll event: a background thread's wake-up, a signal,
+    /// a listener ready to accept, or a client ready to read or write (a
+    /// stale event for a closed and reused descriptor is recognised by its
+    /// token and dropped).
+    func dispatch(_ event: Epoll.Event) {
+        if event.token == Self.wakeToken {
+            persistence.handleWake()
+            return
+        }
+        if event.token == Self.signalToken {
+            for signal in signals.drain() {
+                logger.notice("Received \(signal == SIGINT ? "SIGINT" : "SIGTERM"), scheduling shutdown...")
+                running = false
+            }
+            return
+        }
+        if event.token & Self.listenerTokenBase == Self.listenerTokenBase {
+            let listener = listeners[Int(event.token & 0xffff)]
+            acceptClients(on: listener.fd, tls: listener.tls)
+            return
+        }
+        let fd = Int(event.token & 0xffff_ffff)
+        guard fd < connections.count, let connection = connections[fd], connection.token == event.token else {
+            return  // stale: the descriptor was closed (and perhaps reused) since
+        }
+        if let tls = connection.tls {
+            if !tls.handshakeDone {
+                advanceHandshake(connection)
+                return
+            }
+            // A TLS write may wait on a read (and the reverse): try both.
+            if connection.pendingOutput > 0 { queueReplies(connection) }
+        }
+        if event.readable { readAndExecute(connection) }
+        // Replies go out only after this iteration's log write: queue, never send here.
+        if event.writable && !connection.closed && connection.waitingToWrite { queueReplies(connection) }
+    }
+
+    // MARK: Clients
+
+    // MARK: Persistence
+
+    // MARK: Writing replies
+
+    // MARK: Periodic work
+
+    // MARK: Shutdown
+
+}
+
