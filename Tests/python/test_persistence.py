@@ -304,3 +304,45 @@ def test_deprecated_durability_is_read_with_a_warning(fresh_server):
     c = s.raw()
     assert info(c)["aof_enabled"] == "0"
     assert "'durability everysec' is deprecated" in s.log()
+
+
+@needs_log
+def test_a_list_changed_in_place_is_logged_as_its_commands_and_replayed(fresh_server):
+    s = fresh_server(args=DEBUG)
+    c = write_held(s, 0)
+    model = []
+    for i in range(5000):
+        assert c.command("RPUSH", "l", "e%d" % i) == len(model) + 1
+        model.append(b"e%d" % i)
+    log_before = sum(os.path.getsize(p) for p in segments(s))
+    for i in range(1000):  # each logged as the command, not as the 5,000-element list
+        c.command("LPUSH", "l", "h%d" % i)
+        model.insert(0, b"h%d" % i)
+    grown = sum(os.path.getsize(p) for p in segments(s)) - log_before
+    assert grown < 1000 * 100, "1,000 LPUSHes took %d bytes of log" % grown
+    assert c.command("LPOP", "l", "3") == model[:3]
+    del model[:3]
+    assert c.command("RPOP", "l") == model.pop()
+    assert c.command("LSET", "l", "10", "ten") == "OK"
+    model[10] = b"ten"
+    assert c.command("LINSERT", "l", "BEFORE", "ten", "nine") == len(model) + 1
+    model.insert(10, b"nine")
+    assert c.command("LREM", "l", "0", "e7") == 1
+    model.remove(b"e7")
+    assert c.command("LTRIM", "l", "2", "-3") == "OK"
+    model = model[2:-2]
+    assert c.command("EXPIRE", "l", "1000") == 1
+    assert c.command("RPUSH", "other", "x") == 1
+    assert c.command("MOVE", "other", "1") == 1  # a moved list is logged as its value
+    s.kill9()
+    s.start()
+    c = s.raw()
+    assert c.command("LRANGE", "l", "0", "-1") == model
+    assert 990 <= c.command("TTL", "l") <= 1000
+    assert c.command("EXISTS", "other") == 0
+    assert c.command("SELECT", "1") == "OK" and c.command("LRANGE", "other", "0", "-1") == [b"x"]
+    # Applied to SQLite and read back from the file after a clean restart.
+    assert c.command("SELECT", "0") == "OK" and c.command("SAVE") == "OK"
+    s.stop()
+    s.start()
+    assert s.raw().command("LRANGE", "l", "0", "-1") == model

@@ -51,28 +51,21 @@ func normalizedRange(_ start: Int, _ end: Int, count: Int) -> ClosedRange<Int>? 
     return start...end
 }
 
-/// LPUSH/RPUSH/LPUSHX/RPUSHX key element [element ...]: the new elements'
-/// encoding is joined to the old bytes, which are never decoded.
+/// LPUSH/RPUSH/LPUSHX/RPUSHX key element [element ...]: O(1) per element
+/// on the live list, whatever its length.
 private func push(_ ctx: CommandContext, head: Bool, onlyIfExists: Bool) throws {
     let key = ctx.args.bytes(1)
-    let old = try ctx.keyspace.lookupWrite(key, as: .list)
-    if old == nil && onlyIfExists {
+    let loaded = try ctx.keyspace.loadList(key)
+    if loaded == nil && onlyIfExists {
         ctx.connection.replyInteger(0)
         return
     }
-    let layout = try old.map { try EncodedLayout($0.value) }
-    var added: [UInt8] = []
-    let elements = ctx.args[2...]
-    if head {
-        for element in elements.reversed() { CollectionCodec.appendListElement(element, to: &added) }
-    } else {
-        for element in elements { CollectionCodec.appendListElement(element, to: &added) }
+    let list = loaded?.value ?? ListValue()
+    for element in ctx.args[2...] {
+        if head { list.prepend(element.bytes) } else { list.append(element.bytes) }
     }
-    let existing = layout.map { $0.bytes[$0.body...] } ?? []
-    let count = (layout?.count ?? 0) + ctx.args.count - 2
-    let bytes = EncodedLayout.assemble(large: false, count: count, head ? [added[...], existing] : [existing, added[...]])
-    try ctx.keyspace.storeCollection(key, kind: .list, bytes, isEmpty: false, old: old)
-    ctx.connection.replyInteger(count)
+    try ctx.keyspace.store(list, at: key, replacing: loaded?.entry)
+    ctx.connection.replyInteger(list.count)
 }
 
 /// LPOP/RPOP key [count]
@@ -87,7 +80,7 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
         count = Int(value)
     }
     let key = ctx.args.bytes(1)
-    guard let old = try ctx.keyspace.lookupWrite(key, as: .list) else {
+    guard let (list, old) = try ctx.keyspace.loadList(key) else {
         if count != nil { ctx.connection.replyNullArray() } else { ctx.connection.replyNull() }
         return
     }
@@ -95,51 +88,24 @@ private func pop(_ ctx: CommandContext, head: Bool) throws {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    // Only the popped elements are read, from their end; the rest is copied as bytes.
-    let layout = try EncodedLayout(old.value)
-    let n = min(count ?? 1, layout.count)
-    let bytes = layout.bytes
-    let taken: [[UInt8]]
-    let rest: ArraySlice<UInt8>
-    if head {
-        let (starts, payloads) = try layout.listElements(limit: n + 1)
-        taken = payloads.prefix(n).map { Array(bytes[$0]) }
-        rest = n < layout.count ? bytes[starts[n]...] : []
-    } else {
-        let (payloads, start) = try layout.lastListElements(n)
-        taken = payloads.map { Array(bytes[$0]) }
-        rest = bytes[layout.body..<start]
-    }
-    let remaining = layout.count - n
-    try ctx.keyspace.storeCollection(key, kind: .list, EncodedLayout.assemble(large: false, count: remaining, [rest]),
-                            isEmpty: remaining == 0, old: old)
+    let taken = list.pop(count ?? 1, fromHead: head)
+    try ctx.keyspace.store(list, at: key, replacing: old)
     if count == nil { ctx.connection.replyBulk(taken[0]) } else { ctx.connection.replyBulkArray(taken) }
 }
 
 private func lrange(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .list) else {
-        ctx.connection.replyArrayHeader(0)
-        return
-    }
-    let layout = try EncodedLayout(entry.value)
-    guard let range = normalizedRange(start, end, count: layout.count) else {
+    guard let (list, _) = try ctx.keyspace.loadList(ctx.args.bytes(1), read: true),
+          let range = normalizedRange(start, end, count: list.count) else {
         ctx.connection.replyArrayHeader(0)
         return
     }
     ctx.connection.replyArrayHeader(range.count)
-    if range.lowerBound >= layout.count / 2 {
-        // Near the tail: read from there.
-        let fromTail = try layout.lastListElements(layout.count - range.lowerBound).payloads
-        for i in range { ctx.connection.replyBulk(layout.bytes[fromTail[layout.count - 1 - i]]) }
-    } else {
-        let payloads = try layout.listElements(limit: range.upperBound + 1).payloads
-        for i in range { ctx.connection.replyBulk(layout.bytes[payloads[i]]) }
-    }
+    for i in range { ctx.connection.replyBulk(list[i]) }
 }
 
 private func llen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .list))
+    ctx.connection.replyInteger(try ctx.keyspace.loadList(ctx.args.bytes(1), read: true)?.value.count ?? 0)
 }
 
 /// An index into `count` elements, negative from the end; nil when out of range.
@@ -149,29 +115,24 @@ private func position(_ index: Int, count: Int) -> Int? {
 }
 
 private func lindex(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .list) else {
+    guard let (list, _) = try ctx.keyspace.loadList(ctx.args.bytes(1), read: true) else {
         ctx.connection.replyNull()
         return
     }
     let index = try long(ctx, 2)
-    let layout = try EncodedLayout(entry.value)
-    guard let at = position(index, count: layout.count) else {
+    guard let at = position(index, count: list.count) else {
         ctx.connection.replyNull()
         return
     }
-    let payload = at >= layout.count / 2
-        ? try layout.lastListElements(layout.count - at).payloads.last!
-        : try layout.listElements(limit: at + 1).payloads[at]
-    ctx.connection.replyBulk(layout.bytes[payload])
+    ctx.connection.replyBulk(list[at])
 }
 
 private func lset(_ ctx: CommandContext) throws {
     let key = ctx.args.bytes(1)
-    guard let (found, old) = try ctx.keyspace.loadList(key) else { throw ReplyError.noSuchKey }
     let index = try long(ctx, 2)
-    guard let at = position(index, count: found.items.count) else { throw ReplyError("ERR index out of range") }
-    var list = found
-    list.items[at] = ctx.args.bytes(3)
+    guard let (list, old) = try ctx.keyspace.loadList(key) else { throw ReplyError.noSuchKey }
+    guard let at = position(index, count: list.count) else { throw ReplyError("ERR index out of range") }
+    list.set(ctx.args.bytes(3), at: at)
     try ctx.keyspace.store(list, at: key, replacing: old)
     ctx.connection.replyOK()
 }
@@ -180,45 +141,32 @@ private func lset(_ ctx: CommandContext) throws {
 private func lrem(_ ctx: CommandContext) throws {
     let toRemove = try ctx.integer(2)
     let key = ctx.args.bytes(1)
-    guard let (found, old) = try ctx.keyspace.loadList(key) else {
+    guard let (list, old) = try ctx.keyspace.loadList(key) else {
         ctx.connection.replyInteger(0)
         return
     }
-    var list = found
     let element = ctx.args[3]
     let limit = toRemove == 0 ? Int.max : Int(toRemove.magnitude)
-    var removed = 0
-    var kept: [[UInt8]] = []
-    kept.reserveCapacity(list.items.count)
-    let ordered: [[UInt8]] = toRemove < 0 ? list.items.reversed() : list.items
-    for item in ordered {
-        if removed < limit && item == element {
-            removed += 1
-        } else {
-            kept.append(item)
-        }
-    }
-    if removed > 0 {
-        list.items = toRemove < 0 ? kept.reversed() : kept
+    // The positions to remove: the first `limit` matches from the chosen end.
+    var doomed = Set<Int>()
+    let order = toRemove < 0 ? Array((0..<list.count).reversed()) : Array(0..<list.count)
+    for i in order where doomed.count < limit && list[i] == element { doomed.insert(i) }
+    if !doomed.isEmpty {
+        list.removeAll { i, _ in doomed.contains(i) }
         try ctx.keyspace.store(list, at: key, replacing: old)
     }
-    ctx.connection.replyInteger(removed)
+    ctx.connection.replyInteger(doomed.count)
 }
 
 private func ltrim(_ ctx: CommandContext) throws {
     let start = try long(ctx, 2), end = try long(ctx, 3)
     let key = ctx.args.bytes(1)
-    guard let (found, old) = try ctx.keyspace.loadList(key) else {
+    guard let (list, old) = try ctx.keyspace.loadList(key) else {
         ctx.connection.replyOK()
         return
     }
-    var list = found
     // Stored even when nothing was trimmed: Redis counts LTRIM as a change (WATCH sees it).
-    if let range = normalizedRange(start, end, count: list.items.count) {
-        list.items = Array(list.items[range])
-    } else {
-        list.items.removeAll()
-    }
+    list.trim(to: normalizedRange(start, end, count: list.count))
     try ctx.keyspace.store(list, at: key, replacing: old)
     ctx.connection.replyOK()
 }
@@ -232,19 +180,18 @@ private func linsert(_ ctx: CommandContext) throws {
     default: throw ReplyError.syntax
     }
     let key = ctx.args.bytes(1)
-    guard let (found, old) = try ctx.keyspace.loadList(key) else {
+    guard let (list, old) = try ctx.keyspace.loadList(key) else {
         ctx.connection.replyInteger(0)
         return
     }
     let pivot = ctx.args[3]
-    guard let at = found.items.firstIndex(where: { $0 == pivot }) else {
+    guard let at = list.items.firstIndex(where: { $0 == pivot }) else {
         ctx.connection.replyInteger(-1)
         return
     }
-    var list = found
-    list.items.insert(ctx.args.bytes(4), at: after ? at + 1 : at)
+    list.insert(ctx.args.bytes(4), at: after ? at + 1 : at)
     try ctx.keyspace.store(list, at: key, replacing: old)
-    ctx.connection.replyInteger(list.items.count)
+    ctx.connection.replyInteger(list.count)
 }
 
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]

@@ -119,6 +119,8 @@ final class CacheRegistry {
         configuration.maxPageCount = config.sqliteMaxPageCount
         configuration.durableCommits = true
         configuration.sharedMemoryBudget = memoryBudget
+        // A replayed command sees its record's time (Server.clockOverride).
+        configuration.clock = { Date(timeIntervalSince1970: Double(Server.nowMilliseconds()) / 1000) }
         let logger = self.logger
         configuration.onRecovery = { message in logger.warning(message) }
         configuration.onProgress = { message in logger.notice(message) }

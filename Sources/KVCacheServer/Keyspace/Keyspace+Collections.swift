@@ -16,9 +16,50 @@ extension Keyspace {
         read ? try lookupRead(key, as: kind) : try lookupWrite(key, as: kind)
     }
 
-    func loadList(_ key: [UInt8], read: Bool = false) throws -> Loaded<ListValue>? {
-        guard let entry = try collectionEntry(key, of: .list, read: read) else { return nil }
-        return (try ListValue(decoding: entry.value), entry)
+    /// A list, live: decoded once and kept in memory in its working form;
+    /// for a write (`read` false) one the caller may change in place, then
+    /// hand back with `store(_:at:replacing:)`.
+    func loadList(_ key: [UInt8], read: Bool = false) throws -> (value: ListValue, entry: StoredEntry)? {
+        try loadLive(key, of: .list, read: read) { bytes throws(ReplyError) in try ListValue(decoding: bytes) }
+    }
+
+    /// The live collection of `kind` at `key` and its entry: a counted read
+    /// when `read`, else an uncounted lookup before a change (`entry`'s
+    /// value is then the object to change).
+    /// - Throws: WRONGTYPE when the key holds another kind.
+    private func loadLive<V: LiveCollection>(_ key: [UInt8], of kind: ValueKind, read: Bool,
+                                             decode: @escaping ([UInt8]) throws(ReplyError) -> V) throws -> (value: V, entry: StoredEntry)? {
+        guard var stored = try lookupStored(key, as: kind, read: read) else { return nil }
+        let value = try liveValue(key, forChange: !read, decode: decode)
+        guard let typed = value as? V else { throw ReplyError.corruptValue }
+        if !read { typed.sizeAtLoad = typed.encodedSize }
+        stored.row.value = .live(typed)
+        return (typed, stored)
+    }
+
+    /// Stores the live collection `value` of `kind` at `key`: the change in
+    /// place of `old`'s object (loaded for a write), or a new entry keeping
+    /// `old`'s expiry and metadata. An empty one deletes the key, as Redis
+    /// never keeps an empty collection. The command is logged as itself (a
+    /// replay runs it again on the same state).
+    func store<V: LiveCollection>(_ value: V, of kind: ValueKind, at key: [UInt8], replacing old: StoredEntry?) throws {
+        defer { server.persistence.noteLiveChange() }
+        if value.isEmpty {
+            if old != nil { try delete(key) }
+            return
+        }
+        let now = Double(Server.nowMilliseconds()) / 1000
+        if let old, case .live(let current) = old.row.value, current === value {
+            try changeLive(key, oldEncodedSize: value.sizeAtLoad, storageDate: now)
+        } else {
+            try storeStored(StoredEntry(key: key, row: Row(storageDate: now, expiresAt: old?.row.expiresAt, kind: kind,
+                                                          metadata: old?.row.metadata ?? [], value: .live(value))))
+        }
+        value.sizeAtLoad = value.encodedSize
+    }
+
+    func store(_ list: ListValue, at key: [UInt8], replacing old: StoredEntry?) throws {
+        try store(list, of: .list, at: key, replacing: old)
     }
 
     func loadSet(_ key: [UInt8], read: Bool = false) throws -> Loaded<SetValue>? {
@@ -62,10 +103,6 @@ extension Keyspace {
                         expiresAt: old?.expiresAt, kind: kind))
     }
 
-    func store(_ list: ListValue, at key: [UInt8], replacing old: Entry?) throws {
-        try storeCollection(key, kind: .list, list.encoded(), isEmpty: list.items.isEmpty, old: old)
-    }
-
     func store(_ set: SetValue, at key: [UInt8], replacing old: Entry?) throws {
         try storeCollection(key, kind: .set, set.encoded(), isEmpty: set.isEmpty, old: old)
     }
@@ -78,3 +115,13 @@ extension Keyspace {
         try storeCollection(key, kind: .zset, zset.encoded(), isEmpty: zset.isEmpty, old: old)
     }
 }
+
+/// A collection kept live in memory (see `LiveValue`), as the key-access
+/// layer handles it.
+protocol LiveCollection: LiveValue {
+    var isEmpty: Bool { get }
+    /// The encoded size when loaded for a write, so the change can be accounted.
+    var sizeAtLoad: Int { get set }
+}
+
+extension ListValue: LiveCollection {}

@@ -65,6 +65,45 @@ struct Keyspace {
         return entry
     }
 
+    /// The live entry for `key` as stored (a collection's value may be live),
+    /// counted as a keyspace hit or miss when `read`.
+    /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
+    func lookupStored(_ key: [UInt8], as kind: ValueKind, read: Bool) throws -> StoredEntry? {
+        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
+        if read { countLookup(hit: entry != nil) }
+        if let entry, entry.row.kind != kind { throw ReplyError.wrongType }
+        return entry
+    }
+
+    /// The live value of `key`, decoded from its bytes with `decode` when
+    /// needed; for a change, one the caller owns (see `CacheEngine.liveValue`).
+    func liveValue(_ key: [UInt8], forChange: Bool, decode: @escaping ([UInt8]) throws(ReplyError) -> LiveValue)
+        throws -> LiveValue?
+    {
+        let engine = forChange ? try engineForWrite() : try self.engine
+        do {
+            return try engine.liveValue(key, forChange: forChange) { bytes in try decode(bytes) }
+        } catch let error as SQLiteKVCache.Error {
+            if CacheEngine.isCorruption(error) { server.recoverCorrupt(cache, reason: "\(error)") }
+            throw error
+        }
+    }
+
+    /// Records that `key`'s live value changed in place (its encoded size was `oldEncodedSize`).
+    func changeLive(_ key: [UInt8], oldEncodedSize: Int, storageDate: Double) throws {
+        let engine = try engineForWrite(grows: true)
+        try run { _ throws(SQLiteKVCache.Error) in
+            try engine.liveValueChanged(key, oldEncodedSize: oldEncodedSize, storageDate: storageDate)
+        }
+    }
+
+    /// Stores an entry whose value may be live (a new collection). Logged as
+    /// its command, by the caller's `noteLiveChange`.
+    func storeStored(_ entry: StoredEntry) throws {
+        let engine = try engineForWrite(grows: true)
+        try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+    }
+
     /// The live entry for `key` before a write to it, not counted.
     /// - Throws: WRONGTYPE when `kind` is given and the key holds another kind.
     func lookupWrite(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {

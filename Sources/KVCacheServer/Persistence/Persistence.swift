@@ -48,6 +48,19 @@ final class Persistence {
     private var recordOps: [UInt8] = []
     private var recordOpCount = 0
     private var transactionDepth = 0
+    /// The running command changed a live value in place: it is logged as itself.
+    private var commandLive = false
+    /// What the running command is logged as instead of its arguments (SPOP as SREM).
+    private var commandRewrite: [[UInt8]]?
+
+    /// Where a command's ops start in the record being built (a command
+    /// inside EXEC nests in the EXEC's).
+    struct CommandMark {
+        let opsStart: Int
+        let opCountStart: Int
+        let live: Bool
+        let rewrite: [[UInt8]]?
+    }
     /// Set while replaying the log: nothing is recorded.
     private(set) var replaying = false
 
@@ -142,6 +155,30 @@ final class Persistence {
         recordOpCount += 1
     }
 
+    /// A command starts: its ops are those recorded from now on.
+    func beginCommand() -> CommandMark {
+        defer {
+            commandLive = false
+            commandRewrite = nil
+        }
+        return CommandMark(opsStart: recordOps.count, opCountStart: recordOpCount, live: commandLive, rewrite: commandRewrite)
+    }
+
+    /// The running command changed a collection in place (or made a new
+    /// live one): it is logged as itself, not as its effects.
+    func noteLiveChange() {
+        guard !replaying else { return }
+        if !commandLive { changes += 1 }
+        commandLive = true
+    }
+
+    /// The running command is logged as `args` instead of itself (a command
+    /// whose result is random, such as SPOP, logged as the SREM it did).
+    func logCommand(as args: [[UInt8]]) {
+        guard !replaying else { return }
+        commandRewrite = args
+    }
+
     /// Starts a MULTI/EXEC: the commands' changes become one record.
     func beginTransaction() { transactionDepth += 1 }
 
@@ -153,11 +190,23 @@ final class Persistence {
         return transactionDepth == 0 ? appendRecord() : nil
     }
 
-    /// Ends a command: appends its record (stamped now) unless inside a transaction.
+    /// Ends a command begun at `mark` in `cache`: a command that changed a
+    /// live value replaces its recorded effects with itself (`args`, or its
+    /// rewrite). Appends the record (stamped now) unless inside a transaction.
     /// - Returns: the record's position, or nil when nothing was recorded.
     @discardableResult
-    func commandFinished() -> UInt64? {
-        transactionDepth > 0 ? nil : appendRecord()
+    func commandFinished(_ mark: CommandMark, cache: String, args: Arguments) -> UInt64? {
+        defer {
+            commandLive = mark.live
+            commandRewrite = mark.rewrite
+        }
+        if commandLive && log != nil && !replaying {
+            recordOps.removeSubrange(mark.opsStart...)
+            recordOpCount = mark.opCountStart
+            LogOp.command(cache: cache, args: commandRewrite ?? args.copies).encode(into: &recordOps)
+            recordOpCount += 1
+        }
+        return transactionDepth > 0 ? nil : appendRecord()
     }
 
     /// Appends the ops recorded so far as one record.
@@ -528,14 +577,14 @@ final class Persistence {
     private func replay(_ record: LogRecord) {
         for op in record.ops {
             do {
-                try replay(op, lsn: record.lsn)
+                try replay(op, lsn: record.lsn, time: record.time)
             } catch {
                 server.logger.warning("Replaying record \(record.lsn) of the append-only log: \(error)")
             }
         }
     }
 
-    private func replay(_ op: LogOp, lsn: UInt64) throws {
+    private func replay(_ op: LogOp, lsn: UInt64, time: Int64) throws {
         let registry = server.registry
         func engine(_ name: String) throws -> CacheEngine? {
             let cache = try registry.cache(named: name)
@@ -561,7 +610,8 @@ final class Persistence {
             }
             // Otherwise the files were exchanged already.
         case .command(let cache, let args):
-            server.replayCommand(args, in: try registry.cache(named: cache), lsn: lsn)
+            guard try engine(cache) != nil else { return }
+            server.replayCommand(args, in: try registry.cache(named: cache), time: time)
         }
     }
 

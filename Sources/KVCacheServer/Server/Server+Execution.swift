@@ -154,6 +154,8 @@ extension Server {
         let outer = runningCommandMayGrow
         runningCommandMayGrow = command.flags.contains("denyoom") || (command.name == "exec" && outer)
         defer { runningCommandMayGrow = outer }
+        let cacheAtStart = connection.cache.name
+        let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
         do {
@@ -176,7 +178,9 @@ extension Server {
         if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
             slowlog.record(args, microseconds: elapsed, client: connection)
         }
-        if let lsn = persistence.commandFinished() { connection.awaitingLSN = lsn }
+        if let lsn = persistence.commandFinished(recording, cache: cacheAtStart, args: args) {
+            connection.awaitingLSN = lsn
+        }
     }
 
     /// Whether a command changes data, so it waits while the memtables are
@@ -217,7 +221,9 @@ extension Server {
 
     /// Replays one command of the append-only log in `cache` (a record of a
     /// command whose effect is its own re-run).
-    func replayCommand(_ args: [[UInt8]], in cache: OpenCache, lsn: UInt64) {
+    func replayCommand(_ args: [[UInt8]], in cache: OpenCache, time: Int64) {
+        Self.clockOverride = time
+        defer { Self.clockOverride = nil }
         let connection = replayConnection ?? Connection(
             id: 0, fd: -1, token: 0, peer: nil, local: "", cache: cache, limits: requestLimits, now: Self.nowMilliseconds())
         replayConnection = connection

@@ -159,7 +159,12 @@ public final class Server {
     /// The addresses actually listened on (port 0 in a bind picks a free port).
     public var listeningAddresses: [String] { listeners.map { $0.address.description + ($0.tls ? " (TLS)" : "") } }
 
+    /// The time a replayed command sees: the time its record was written,
+    /// so it decides what had expired as it did then. Loop thread only.
+    nonisolated(unsafe) static var clockOverride: Int64?
+
     static func nowMilliseconds() -> Int64 {
+        if let clockOverride { return clockOverride }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000

@@ -102,22 +102,22 @@ enum RDB {
             return (.string, try reader.string())
         case .list:
             let count = try reader.nonEmptyLength()
-            var list = ListValue()
-            for _ in 0..<count { list.items.append(try reader.string()) }
+            let list = ListValue()
+            for _ in 0..<count { list.append(try reader.string()) }
             return (.list, list.encoded())
         case .listQuicklist2:
             let nodes = try reader.nonEmptyLength()
-            var list = ListValue()
+            let list = ListValue()
             for _ in 0..<nodes {
                 let container = try reader.length()
                 let blob = try reader.string()
                 switch container {
-                case 1: list.items.append(blob)  // a plain node: one large element
-                case 2: list.items.append(contentsOf: try Listpack.elements(blob))
+                case 1: list.append(blob)  // a plain node: one large element
+                case 2: for element in try Listpack.elements(blob) { list.append(element) }
                 default: throw BadFormat()
                 }
             }
-            guard !list.items.isEmpty else { throw BadFormat() }
+            guard !list.isEmpty else { throw BadFormat() }
             return (.list, list.encoded())
         case .set, .setIntset:
             let members = type == .set ? try reader.strings(try reader.nonEmptyLength()) : try intsetMembers(try reader.string())

@@ -22,6 +22,16 @@ extension ReplyError {
 enum CollectionCodec {
     static let largeFlag: UInt8 = 1
 
+    /// The bytes `appendVarint` takes for `value`.
+    static func varintSize(_ value: Int) -> Int {
+        var v = UInt64(value), n = 1
+        while v >= 0x80 {
+            v >>= 7
+            n += 1
+        }
+        return n
+    }
+
     static func appendVarint(_ value: Int, to out: inout [UInt8]) {
         var v = UInt64(value)
         while v >= 0x80 {

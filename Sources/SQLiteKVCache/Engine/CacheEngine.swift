@@ -380,6 +380,31 @@ public final class CacheEngine {
         _ = try evictToCapacity(limit: .max)
     }
 
+    /// The live value of `key`'s entry, decoding its bytes with `decode`
+    /// when it has none yet (memory keeps the decoded form). For a change
+    /// (`forChange`), a frozen value (held by a batch in flight) is replaced
+    /// by a copy first; call `liveValueChanged` after changing it.
+    /// - Returns: nil when the entry is absent or expired.
+    public func liveValue(_ key: [UInt8], forChange: Bool, decode: ([UInt8]) throws -> LiveValue) throws -> LiveValue? {
+        let digest = hasher.digest(key)
+        var (found, slot) = try current(digest, key: key, counted: false)
+        guard var row = found, !row.isExpired(at: nowMilliseconds()) else { return nil }
+        var value: LiveValue
+        switch row.value {
+        case .live(let live): value = live
+        case .bytes(let bytes): value = try decode(bytes)
+        }
+        if forChange && value.isFrozen { value = value.copy() }
+        row.value = .live(value)
+        if let slot {
+            slot.row = row
+            table.recost(slot)
+        } else if forChange {
+            slot = table.write(digest, key: key, row: row)
+        }
+        return value
+    }
+
     /// Keeps `value`, the decoded form of `key`'s bytes, in place of the
     /// bytes (same content: nothing to write), so the next command finds it
     /// decoded. Does nothing when the entry is not in memory as bytes.
