@@ -306,9 +306,14 @@ final class Persistence {
             server.logger.warning("Can't start a new AOF segment: \(error)")
         }
         var parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)] = []
+        let started = Server.monotonicMicroseconds()
         for cache in server.registry.open.values {
             guard let engine = cache.engine, let batch = engine.seal(lsn: lsn) else { continue }
             parts.append((cache, engine, batch))
+        }
+        let micros = Server.monotonicMicroseconds() - started
+        if micros >= 20_000 {
+            server.logger.verbose("Sealing \(parts.reduce(0) { $0 + $1.batch.count }) keys took \(micros / 1000) ms")
         }
         let exchanging = exchangesPending ? server.registry.misplacedEngines() : []
         exchangesPending = false
@@ -353,6 +358,14 @@ final class Persistence {
     func collectFinished() {
         for job in writer.takeFinished() {
             guard let current = inFlight, current.job === job else { continue }
+            let started = Server.monotonicMicroseconds()
+            defer {
+                let micros = Server.monotonicMicroseconds() - started
+                if micros >= 20_000 {
+                    server.logger.verbose("Taking back a writer job of \(current.parts.reduce(0) { $0 + $1.batch.count }) keys "
+                        + "took \(micros / 1000) ms")
+                }
+            }
             inFlight = nil
             lastJobSeconds = job.finished.map { $0.timeIntervalSince(job.submitted) } ?? 0
             var failed = false
