@@ -42,7 +42,7 @@ struct RDBTests {
         // RPUSH l a b c: a quicklist of listpacks.
         let (listKind, list) = try RDB.load(hex("12010210100000000300816102816202816302ff0a00c818b90c9533529e"), limits: limits)
         #expect(listKind == .list)
-        #expect(try ListValue(decoding: list).items == [[97], [98], [99]])
+        #expect(Array(try ListValue(decoding: list).items) == [[97], [98], [99]])
         // SADD is 1 2 3: an intset.
         let (setKind, set) = try RDB.load(hex("0b0e02000000030000000100020003000a00a5025ce26d6e4d1b"), limits: limits)
         #expect(setKind == .set)
@@ -62,7 +62,7 @@ struct RDBTests {
         let limits = EncodingLimits()
         let value: [UInt8]
         switch kind {
-        case .list: value = ListValue(items: (0..<50).map { Array("item \($0)".utf8) }).encoded()
+        case .list: value = ListValue((0..<50).map { Array("item \($0)".utf8) }).encoded()
         case .set:
             var set = SetValue()
             for i in 0..<50 { set.add(Array("m\(i)".utf8), limits: limits) }

@@ -346,3 +346,14 @@ def test_a_list_changed_in_place_is_logged_as_its_commands_and_replayed(fresh_se
     s.stop()
     s.start()
     assert s.raw().command("LRANGE", "l", "0", "-1") == model
+
+
+def test_sigterm_with_the_writer_held_still_stops_cleanly_and_keeps_the_writes(fresh_server):
+    s = fresh_server(args=DEBUG)
+    write_held(s, 100)
+    started = time.time()
+    assert s.stop() == 0
+    assert time.time() - started < 10
+    s.start()
+    c = s.raw()
+    assert c.command("DBSIZE") == 100 and c.command("GET", "k99") == b"v99"

@@ -548,6 +548,7 @@ final class Persistence {
     /// rest), fsyncs and closes the log, stops the threads.
     func shutdown(seconds: Double) {
         reader = nil
+        writer.setPaused(false)  // DEBUG WRITER PAUSE must not hold the shutdown
         let applied = applyAll(within: log == nil ? .infinity : seconds)
         if !applied {
             server.logger.warning("Not every change reached SQLite before shutdown: the append-only log keeps them "
