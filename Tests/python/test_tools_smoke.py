@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import BIN, DURABILITY, ROOT
+from conftest import BIN, DURABILITY, ROOT, require_tool
 
 # The tools pick the durability mode themselves (crash_test --durability), so
 # the suite's other passes (KVCACHE_MODE=always, no-aof) would only repeat them.
@@ -83,8 +83,8 @@ def test_soak_short(tmp_path):
     assert int(figure(text, "load").split(", ")[1].split()[0]) > 100
 
 
-@pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="needs redis-benchmark (redis-tools)")
 def test_slow_clients_short():
+    require_tool("redis-benchmark")
     # A tiny run on a debug build is noisy: the ratio bar is low here; the
     # point is that the tool measures both and the server holds the crowd.
     code, text = run_tool("slow_clients.py", "--tricklers", "100", "--half-open", "5", "--non-readers", "2",

@@ -6,14 +6,11 @@ types are compared in full; a few read RESP3 replies (after HELLO 3) to
 check sets, maps, doubles and nulls. Run with KVCACHE_TARGET=redis to check
 them against redis-server.
 """
-import shutil
-import subprocess
-import tempfile
 import time
 
 import pytest
 
-from conftest import NOT_INT, SYNTAX, RawConnection, arity, free_port, wait_for_port
+from conftest import NOT_INT, SYNTAX, arity
 
 WRONGTYPE = ("error", "WRONGTYPE Operation against a key holding the wrong kind of value")
 NOT_FLOAT = ("error", "ERR value is not a valid float")
@@ -1028,36 +1025,25 @@ def test_crc64_matches_redis_check_value():
 
 
 @pytest.mark.kvcache_only
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
-def test_dumps_restore_in_redis(c):
+def test_dumps_restore_in_redis(c, real_redis):
     """Payloads DUMPed here RESTORE in redis-server 7.0, and back."""
-    port = free_port()
-    directory = tempfile.mkdtemp(prefix="kvcache-redis-")
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", directory], stdout=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, proc)
-        real = RawConnection(port)
-        c.command("RPUSH", "l", "a", "7", "x" * 300)
-        c.command("SADD", "s", "3", "1")
-        c.command("SADD", "w", "a", "b")
-        c.command("HSET", "h", "f", "v", "n", "1")
-        c.command("ZADD", "z", "1.5", "a", "2", "b", "inf", "c")
-        c.command("SET", "str", "hello " * 50)
-        for key, read in [("l", ("LRANGE", "0", "-1")), ("s", ("SMEMBERS",)), ("h", ("HGETALL",)),
-                          ("z", ("ZRANGE", "0", "-1", "WITHSCORES")), ("str", ("GET",))]:
-            assert real.command("RESTORE", key, "0", c.command("DUMP", key)) == "OK", key
-            assert real.command(read[0], key, *read[1:]) == c.command(read[0], key, *read[1:]), key
-            assert real.command("OBJECT", "ENCODING", key) == c.command("OBJECT", "ENCODING", key), key
-            assert c.command("RESTORE", key + "-back", "0", real.command("DUMP", key)) == "OK"
-            assert c.command(read[0], key + "-back", *read[1:]) == c.command(read[0], key, *read[1:]), key
-        assert real.command("RESTORE", "w", "0", c.command("DUMP", "w")) == "OK"
-        assert sorted(real.command("SMEMBERS", "w")) == [b"a", b"b"]
-        real.close()
-    finally:
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(directory, ignore_errors=True)
+    real = real_redis.raw()
+    c.command("RPUSH", "l", "a", "7", "x" * 300)
+    c.command("SADD", "s", "3", "1")
+    c.command("SADD", "w", "a", "b")
+    c.command("HSET", "h", "f", "v", "n", "1")
+    c.command("ZADD", "z", "1.5", "a", "2", "b", "inf", "c")
+    c.command("SET", "str", "hello " * 50)
+    for key, read in [("l", ("LRANGE", "0", "-1")), ("s", ("SMEMBERS",)), ("h", ("HGETALL",)),
+                      ("z", ("ZRANGE", "0", "-1", "WITHSCORES")), ("str", ("GET",))]:
+        assert real.command("RESTORE", key, "0", c.command("DUMP", key)) == "OK", key
+        assert real.command(read[0], key, *read[1:]) == c.command(read[0], key, *read[1:]), key
+        assert real.command("OBJECT", "ENCODING", key) == c.command("OBJECT", "ENCODING", key), key
+        assert c.command("RESTORE", key + "-back", "0", real.command("DUMP", key)) == "OK"
+        assert c.command(read[0], key + "-back", *read[1:]) == c.command(read[0], key, *read[1:]), key
+    assert real.command("RESTORE", "w", "0", c.command("DUMP", "w")) == "OK"
+    assert sorted(real.command("SMEMBERS", "w")) == [b"a", b"b"]
+    real.close()
 
 
 # ---------------------------------------------------------------------------
