@@ -7,7 +7,6 @@ their defaults) are for a person to run; these only prove the tools work.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 
