@@ -466,6 +466,25 @@ def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 20.0, hos
     raise RuntimeError(f"server did not listen on {port} within {timeout}s")
 
 
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0, host: str = HOST) -> None:
+    """wait_listening, then waits while PING answers -LOADING (the server
+    replays its append-only log after a crash). Raises RuntimeError."""
+    deadline = time.monotonic() + timeout
+    wait_listening(port, proc, timeout, host)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=2) as s:
+                s.sendall(b"PING\r\n")
+                if not s.recv(200).startswith(b"-LOADING"):
+                    return
+        except OSError:
+            return  # refused for another reason: not loading
+        time.sleep(0.02)
+    raise RuntimeError(f"server still loading after {timeout}s")
+
+
 _servers: list["Server"] = []
 _tempdirs: list[str] = []
 

@@ -53,6 +53,10 @@ def test_crash_test_kill9_three_cycles(tmp_path):
     assert figure(text, "cycles survived") == "3/3"
     assert figure(text, "losses").startswith("0 acknowledged writes lost")
     assert int(figure(text, "acknowledged writes").split()[0]) > 100, text
+    # Every workload ran and its check held (tools/crash_workloads.py).
+    for name in ("evict", "expiry", "move", "copy", "swapdb", "collections"):
+        assert int(figure(text, name + " commands").split()[0]) > 0, text
+        assert f"{name} ok" in figure(text, "checks"), text
 
 
 def test_crash_test_sigterm_everysec_loses_nothing(tmp_path):
@@ -71,6 +75,7 @@ def test_crash_test_reports_losses_it_is_told_to_refuse(tmp_path):
                           *SMALL_CRASH)
     assert code == 1, text
     assert "is lost" in text and figure(text, "result") == "FAIL"
+    assert "writes FAILED" in figure(text, "checks"), text
 
 
 def test_soak_short(tmp_path):
