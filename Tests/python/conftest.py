@@ -7,7 +7,7 @@ Environment (docs/testing.md):
   check that what they expect is what Redis does; tests of this server's own
   behaviour are marked `kvcache_only` and skipped there.
 - KVCACHE_BIN: the server binary (default .build/debug/kvcache-server).
-- KVCACHE_DURABILITY: the server's durability mode (commit, everysec).
+- KVCACHE_MODE: the persistence mode (everysec, always, no-aof).
 - KVCACHE_REQUIRE_TOOLS=1 (CI): a missing redis-server, redis-cli, nc or
   redis-benchmark fails the tests that need it instead of skipping them.
 - KVCACHE_SLOW=0 skips the tests marked `slow` (10,000 clients, crash
@@ -20,11 +20,9 @@ that died on its own, or a SIGTERM that did not end in exit 0 fails it.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 import redis
@@ -100,28 +98,6 @@ def wait_for_port(port, proc, timeout=20.0):
 LIVE_SERVERS = []
 
 
-def wait_until_loaded(port, proc, args, timeout=60.0):
-    """Waits while the server answers -LOADING (it replays its append-only log
-    after a crash); a server that needs AUTH or refuses for another reason is
-    taken as loaded."""
-    if "--tls-port" in args and "--port" in args and args[args.index("--port") + 1] == "0":
-        return
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-                s.sendall(b"PING\r\n")
-                reply = s.recv(200)
-        except OSError:
-            return
-        if not reply.startswith(b"-LOADING"):
-            return
-        time.sleep(0.02)
-    raise RuntimeError(f"server still loading after {timeout}s")
-
-
 class Server:
     """One running server process. `args` are extra `--name value` options.
     `target` is "kvcache" or "redis" (default: KVCACHE_TARGET)."""
@@ -161,8 +137,15 @@ class Server:
         self.proc = benchlib.spawn(self.command_line(), self.log_path, env=benchlib.sanitizer_env(self.dir))
         if self not in LIVE_SERVERS:
             LIVE_SERVERS.append(self)
-        benchlib.wait_listening(self.port, self.proc)
-        wait_until_loaded(self.port, self.proc, self.args)
+        tls_only = "--tls-port" in self.args and "--port" in self.args and \
+            self.args[self.args.index("--port") + 1] == "0"
+        try:
+            # Listening, and done replaying its append-only log (-LOADING until then).
+            (benchlib.wait_listening if tls_only else benchlib.wait_ready)(self.port, self.proc)
+        except RuntimeError as error:
+            # Why it did not start: the end of its log and any sanitizer report.
+            raise RuntimeError("%s\n%s" % (error, "\n".join(["the end of its log:\n" + self.log()[-3000:]] +
+                                                              benchlib.sanitizer_reports(self.dir))))
         # The plain port is bound before the TLS port: wait for that too, so
         # a test may use either as soon as start() returns.
         if "--tls-port" in self.args:
@@ -299,6 +282,9 @@ def c(server, r):
 # Redis's error replies as raw connections read them.
 NOT_INT = ("error", "ERR value is not an integer or out of range")
 SYNTAX = ("error", "ERR syntax error")
+WRONGTYPE = ("error", "WRONGTYPE Operation against a key holding the wrong kind of value")
+NOT_FLOAT = ("error", "ERR value is not a valid float")
+MUST_BE_POSITIVE = ("error", "ERR value is out of range, must be positive")
 
 
 def arity(command):

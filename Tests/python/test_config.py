@@ -1,7 +1,6 @@
 """The sample configuration file, CONFIG GET/SET/REWRITE, and logs."""
 import os
 import re
-import shutil
 import subprocess
 
 import pytest

@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
-from conftest import BIN, DURABILITY, ROOT, require_tool
+from conftest import BIN, ROOT, require_tool
 
-# The tools pick the durability mode themselves (crash_test --durability), so
-# the suite's other passes (KVCACHE_MODE=always, no-aof) would only repeat them.
-pytestmark = [pytest.mark.kvcache_only,
-              pytest.mark.skipif(DURABILITY != "commit", reason="the tools choose their own durability mode")]
+# Crash cycles and load runs: slow, and the tools pick the durability mode
+# themselves (crash_test --durability), so one pass of the suite runs them
+# (KVCACHE_SLOW=0 skips them in the others: KVCACHE_MODE=always, no-aof).
+pytestmark = [pytest.mark.kvcache_only, pytest.mark.slow]
 
 TOOLS = os.path.join(ROOT, "tools")
 SMALL_CRASH = ["--writers", "4", "--keys", "300"]
