@@ -309,14 +309,19 @@ def check_files(data_dir: str, scratch: str, capacities: dict[str, int] | None =
                 rows = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
                 if rows != ["ok"]:
                     problems.append(f"{name}: integrity_check: {'; '.join(map(str, rows[:5]))}")
-                stats = db.execute("SELECT entries, bytes FROM stats WHERE id = 1").fetchone()
-                actual = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM entries").fetchone()
-                if stats is None or tuple(stats) != tuple(actual):
-                    problems.append(f"{name}: stats row {stats} but rows say (entries, bytes) = {actual}")
-                capacity = (capacities or {}).get(name[:-len(".sqlite")])
-                if capacity is not None and actual[1] > capacity:
-                    problems.append(f"[evict] {name}: {actual[1]} content bytes in the file, over the "
-                                    f"capacity of {capacity}")
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                # No table at all: killed between creating the file and committing
+                # its schema; nothing can have been acknowledged in it, and the
+                # restart makes it anew. Tables without the stats row are damage.
+                if tables:
+                    stats = db.execute("SELECT entries, bytes FROM stats WHERE id = 1").fetchone()
+                    actual = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM entries").fetchone()
+                    if stats is None or tuple(stats) != tuple(actual):
+                        problems.append(f"{name}: stats row {stats} but rows say (entries, bytes) = {actual}")
+                    capacity = (capacities or {}).get(name[:-len(".sqlite")])
+                    if capacity is not None and actual[1] > capacity:
+                        problems.append(f"[evict] {name}: {actual[1]} content bytes in the file, over the "
+                                        f"capacity of {capacity}")
             finally:
                 db.close()
         except sqlite3.DatabaseError as error:
