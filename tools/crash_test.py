@@ -25,7 +25,11 @@ same directory and every key ever written is read back:
 Beside those writers, workloads of their own (tools/crash_workloads.py,
 `--workloads`, all by default) run eviction (a cache with a capacity),
 expiry (deadlines under 1.5 s, so the sweep runs), MOVE, COPY ... DB,
-SWAPDB and collections, each with the checks that fit it; the summary's
+SWAPDB and collections, each with the checks that fit it, and FLUSHALL:
+in about one cycle in four every writer pauses, FLUSHALL is sent and the
+kill follows at once, within 5 ms or after 50-300 ms; after the restart
+every cache must be emptied or none (all of them if it was acknowledged),
+and each writer goes on from what it emptied. The summary's
 `checks` line names each check and whether it held, and each violation is
 printed under its check's name. A connection lost before the kill, or a
 reply that is not RESP, is a failure (never "the server was killed").
@@ -164,6 +168,7 @@ class Writer:
         self.latest_applied = 0
         self.earliest_lost = None
         self.errors: list[str] = []
+        self.pause: crash_workloads.Pause | None = None
 
     def key(self, n: int) -> bytes:
         return b"crash:w%d:k%d" % (self.wid, n)
@@ -246,6 +251,8 @@ class Writer:
             if sel != "OK":
                 raise ConnectionError(f"SELECT {self.cache}: {sel}")
             while not stop.is_set():
+                if self.pause:
+                    self.pause.point(stop)
                 depth = self.rng.choice((1, 2, 5, 16, 64, 200)) if self.style == "raw-pipeline" else 1
                 batch = [self.next_command() for _ in range(depth)]
                 for args, ops in batch:
@@ -264,6 +271,8 @@ class Writer:
         try:
             client.ping()
             while not stop.is_set():
+                if self.pause:
+                    self.pause.point(stop)
                 if self.style == "redispy-single":
                     args, ops = self.next_command()
                     self.record(ops)
@@ -399,6 +408,28 @@ def verify(port: int, writers: list[Writer], stop_time: float, allowed_window: f
         conn.close()
 
 
+def start_flushall(port: int, caches: list[str]):
+    """With every writer paused: the keys each cache holds, then FLUSHALL
+    sent; its reply (and when it came) lands in the returned box."""
+    conn = bench.Client(port, timeout=30, errors="return")
+    sizes = crash_workloads.dbsizes(conn, caches)
+    box: dict = {}
+
+    def read_reply():
+        try:
+            box["reply"] = conn.read_reply()
+            box["at"] = time.monotonic()
+        except (OSError, ConnectionError, ValueError) as error:
+            box["error"] = error
+        finally:
+            conn.close()
+
+    conn.send(encode("FLUSHALL"))
+    box["thread"] = threading.Thread(target=read_reply, daemon=True)
+    box["thread"].start()
+    return sizes, box
+
+
 def verify_workloads(port: int, workloads, v: Verdict, cycle: int):
     """Each workload reads back its own keys and checks them (tools/crash_workloads.py)."""
     if not workloads:
@@ -524,9 +555,9 @@ def main(argv=None) -> int:
     # A kill -9 under everysec may lose the last second; a clean stop never may.
     allowed_window = args.loss_window if (args.durability == "everysec" and not args.sigterm) else None
 
-    names = ["writes", *crash_workloads.WORKLOADS] if args.workloads == "all" else \
+    names = ["writes", *crash_workloads.WORKLOADS, "flushall"] if args.workloads == "all" else \
         [n.strip() for n in args.workloads.split(",") if n.strip()]
-    unknown = [n for n in names if n != "writes" and n not in crash_workloads.WORKLOADS]
+    unknown = [n for n in names if n not in ("writes", "flushall") and n not in crash_workloads.WORKLOADS]
     if unknown or not names:
         print(f"crash_test: unknown workload {', '.join(unknown) or '(none given)'}", file=sys.stderr)
         return 2
@@ -535,7 +566,15 @@ def main(argv=None) -> int:
     writers = [Writer(i, caches[i % len(caches)], styles[i % len(styles)], args.keys, rng.randrange(1 << 31))
                for i in range(args.writers)] if "writes" in names else []
     workloads = [crash_workloads.WORKLOADS[n](100 + i, args.workload_keys, rng.randrange(1 << 31))
-                 for i, n in enumerate(names) if n != "writes"]
+                 for i, n in enumerate(names) if n in crash_workloads.WORKLOADS]
+    # FLUSHALL in about one cycle in four: every writer paused, FLUSHALL sent,
+    # the kill a moment later (in flight or just after its reply).
+    flushing = "flushall" in names and not args.sigterm
+    pause = crash_workloads.Pause()
+    for w in [*writers, *workloads]:
+        w.pause = pause
+    flush_caches = sorted(set(caches * bool(writers)) | {c for w in workloads for c in w.caches})
+    flush_cycles = flush_applied = 0
     capacities = {crash_workloads.EvictWorkload.caches[0]: crash_workloads.EvictWorkload.capacity} \
         if "evict" in names else {}
     server = ServerProcess(args.binary, data_dir, log_path, free_port(), args.durability,
@@ -569,10 +608,19 @@ def main(argv=None) -> int:
             early = rng.random() < args.early_kills
             run_for = rng.uniform(0.0, 0.05) if early else rng.uniform(args.min_run, args.max_run)
             time.sleep(run_for)
+            flush = None  # (sizes before, reply box) in a FLUSHALL cycle
+            if flushing and not early and rng.random() < 0.25:
+                if pause.request(sum(t.is_alive() for t in threads), timeout=10):
+                    flush = start_flushall(server.port, flush_caches)
+                    # The kill: at once, within 5 ms (in the middle of it), or after it should be done.
+                    time.sleep(rng.choice((0.0, rng.uniform(0.0, 0.005), rng.uniform(0.05, 0.3))))
+                else:
+                    pause.release()  # a writer did not reach its pause point: no FLUSHALL this cycle
             pid = server.pid
             stop_time = time.monotonic()
             killed.set()
             code = server.signal_and_wait(stop_signal)
+            pause.release()
             load_seconds += stop_time - t0
             stop.set()
             for t in threads:
@@ -602,6 +650,34 @@ def main(argv=None) -> int:
                 break
             before = (verdict.lost, len(verdict.violations), verdict.inflight, verdict.inflight_applied)
             verdict.cycle_max_age = 0.0
+            flush_note = ""
+            if flush is not None:
+                sizes, box = flush
+                box["thread"].join(timeout=10)
+                acked = box.get("reply") == "OK" and box.get("at", stop_time + 1) <= stop_time
+                conn = bench.Client(server.port, timeout=30, errors="return")
+                try:
+                    emptied = set(crash_workloads.check_flush(sizes, crash_workloads.dbsizes(conn, flush_caches),
+                                                              acked, verdict, cycle))
+                finally:
+                    conn.close()
+                held = {c for c in sizes if sizes[c] > 0 and c not in crash_workloads.FLUSH_SKIPPED_CACHES}
+                applied = bool(emptied) and emptied >= held
+                flush_cycles += 1
+                flush_applied += applied
+                flush_note = f", FLUSHALL {'acknowledged' if acked else 'in flight'} and " \
+                             f"{'applied' if applied else 'half-applied' if emptied else 'not applied'}"
+                # What the FLUSHALL emptied is the writers' new starting point
+                # (a half-applied one is reported above, not again as lost keys).
+                for w in writers:
+                    if applied or w.cache in emptied:
+                        w.base = {k: (None, False) for k in set(w.base) | set(w.hist)}
+                        w.hist = {}
+                for w in workloads:
+                    if applied or set(w.caches) <= emptied:
+                        w.forget_all()
+                    elif set(w.caches) & emptied:
+                        w.resync(server.port)
             verify(server.port, writers, stop_time, allowed_window, verdict, cycle)
             verdict.stop_time, verdict.allowed_window = stop_time, allowed_window
             verify_workloads(server.port, workloads, verdict, cycle)
@@ -612,7 +688,7 @@ def main(argv=None) -> int:
             print(f"  cycle {cycle:3d}: ran {stop_time - t0:5.2f}s, {acked_now - acked_before:6d} writes "
                   f"acknowledged, {verdict.inflight - before[2]} in flight ({verdict.inflight_applied - before[3]} "
                   f"applied), {n} files {'ok' if not problems else 'NOT ok'}"
-                  f"{note}{', VIOLATIONS' if len(verdict.violations) > before[1] else ''}", flush=True)
+                  f"{note}{flush_note}{', VIOLATIONS' if len(verdict.violations) > before[1] else ''}", flush=True)
             acked_before = acked_now
             if len(verdict.violations) > 50:
                 break
@@ -650,7 +726,9 @@ def main(argv=None) -> int:
           f"MSET {kinds['MSET']}), {acked / load_seconds if load_seconds else 0:.0f}/s under load")
     for w in workloads:
         print(f"  {w.name + ' commands':<23}: {w.acked} acknowledged")
-    checks = ["writes"] * bool(writers) + [w.name for w in workloads]
+    checks = ["writes"] * bool(writers) + [w.name for w in workloads] + ["flushall"] * flushing
+    if flushing:
+        print(f"  FLUSHALL cycles        : {flush_cycles} ({flush_applied} applied before the kill)")
     print("  checks                 : " + ", ".join(
         f"{c} {'FAILED (%d)' % verdict.by_check[c] if verdict.by_check.get(c) else 'ok'}" for c in checks))
     print(f"  keys checked           : {verdict.keys_checked} reads over all cycles")

@@ -44,6 +44,38 @@ import benchlib as bench  # noqa: E402  (toollib puts bench/ on the path)
 ABSENT = None
 
 
+class Pause:
+    """Lets the main thread hold every writer between two of its batches, so
+    a FLUSHALL meets a quiet server whose state each writer knows exactly."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.requested = False
+        self.idle = 0
+
+    def point(self, stop: threading.Event):
+        """Called by a writer between batches: waits while a pause is asked."""
+        with self.cond:
+            if not self.requested:
+                return
+            self.idle += 1
+            self.cond.notify_all()
+            while self.requested and not stop.is_set():
+                self.cond.wait(0.05)
+            self.idle -= 1
+
+    def request(self, writers: int, timeout: float) -> bool:
+        """Asks for a pause; True once `writers` threads are idle."""
+        with self.cond:
+            self.requested = True
+            return self.cond.wait_for(lambda: self.idle >= writers, timeout)
+
+    def release(self):
+        with self.cond:
+            self.requested = False
+            self.cond.notify_all()
+
+
 class KOp:
     """One command's effect on one key: the key's state after it."""
     __slots__ = ("state", "kind", "acked_at", "n")
@@ -101,6 +133,7 @@ class Workload:
         self.hist: dict = {}   # key -> [KOp] since
         self.errors: list[str] = []
         self.ready = False     # setup acknowledged
+        self.pause: Pause | None = None
 
     # --- the model -----------------------------------------------------------
 
@@ -142,6 +175,8 @@ class Workload:
             self._send(conn, setup)
             self.ready = True
             while not stop.is_set():
+                if self.pause:
+                    self.pause.point(stop)
                 self._send(conn, self.next_batch())
         except ValueError as error:
             self.errors.append(f"{self.name}: malformed reply: {error}")
@@ -168,6 +203,29 @@ class Workload:
                 self.errors.append(f"{self.name}: {b' '.join(a if isinstance(a, bytes) else str(a).encode() for a in cmd.args)[:100]!r} "
                                    f"answered {reply!r}")
                 raise ConnectionError("unexpected reply")
+
+    def forget_all(self):
+        """After an applied FLUSHALL: every key is absent (caches emptied)."""
+        self.base, self.hist = {}, {}
+
+    def resync(self, port: int):
+        """Takes what the server holds as the new starting point, unchecked
+        (after a half-applied FLUSHALL, already reported)."""
+        class Quiet:
+            inflight = lost = lost_allowed = 0
+            max_loss_age = stop_time = 0.0
+            allowed_window = None
+
+            def fail(self, check, message):
+                pass
+        conn = bench.Client(port, timeout=30, errors="return")
+        try:
+            for key, ops in self.hist.items():  # nothing of this cycle is in flight any more
+                for op in ops:
+                    op.acked_at = op.acked_at or 0.0
+            self.verify(conn, Quiet(), 0)
+        finally:
+            conn.close()
 
     # --- after a restart ------------------------------------------------------
 
@@ -459,6 +517,10 @@ class SwapWorkload(Workload):
     def keys(self):
         return [self.PAIR] if self.PAIR in self.base or self.PAIR in self.hist or self.ready else []
 
+    def forget_all(self):
+        super().forget_all()
+        self.ready = False  # both sides are gone: the next cycle fills them again
+
     def verify(self, conn, verdict, cycle):
         if not self.keys():
             return
@@ -595,3 +657,37 @@ WORKLOADS = {w.name: w for w in (EvictWorkload, ExpiryWorkload, MoveWorkload, Co
 def server_args(names) -> list[str]:
     """The server options the chosen workloads need (the evict cache's capacity)."""
     return ["--cache", EvictWorkload.caches[0], str(EvictWorkload.capacity), "fifo"] if "evict" in names else []
+
+
+# ---------------------------------------------------------------------------
+# FLUSHALL: every writer paused, FLUSHALL sent, the kill in flight or just after.
+
+FLUSH_SKIPPED_CACHES = ("crash-ttl",)  # keys there expire on their own: no evidence either way
+
+
+def dbsizes(conn, caches) -> dict:
+    sizes = {}
+    for cache in caches:
+        if conn.command("SELECT", cache) != "OK":
+            raise RuntimeError(f"SELECT {cache} failed")
+        sizes[cache] = conn.command("DBSIZE")
+    return sizes
+
+
+def check_flush(before: dict, after: dict, acked: bool, verdict, cycle: int) -> list[str]:
+    """The caches the FLUSHALL emptied (all of them, or none, unless it was
+    half-applied); records a violation when it emptied some caches and not
+    others, or was acknowledged and not applied."""
+    held = [c for c in before if before[c] > 0 and c not in FLUSH_SKIPPED_CACHES]
+    flushed = [c for c in held if after.get(c) == 0]
+    kept = [c for c in held if after.get(c, 0) > 0]
+    if flushed and kept:
+        verdict.fail("flushall", f"cycle {cycle}: FLUSHALL half-applied: emptied {', '.join(flushed)} but "
+                                 f"not {', '.join(kept)} (keys before: {before}, after: {after})")
+    elif kept and acked:
+        verdict.fail("flushall", f"cycle {cycle}: FLUSHALL acknowledged but not applied: {', '.join(kept)} "
+                                 f"still hold keys")
+    elif flushed and any(after.get(c, 0) for c in FLUSH_SKIPPED_CACHES):
+        verdict.fail("flushall", f"cycle {cycle}: FLUSHALL applied but {after} keys remain")
+    return flushed
+
