@@ -21,12 +21,6 @@ pytestmark = [pytest.mark.kvcache_only, pytest.mark.slow]
 
 TOOLS = os.path.join(ROOT, "tools")
 SMALL_CRASH = ["--writers", "4", "--keys", "300"]
-# The workloads today's server passes. MOVE and FLUSHALL are left out of the
-# suite's run, not out of the tool (its default runs them): under kill -9,
-# FLUSHALL is half-applied (some caches emptied, others not) and MOVE can
-# lose a key, until cross-cache commands become atomic with the write path's
-# log (issues 11 and 13). Add them here when that lands.
-PASSING_WORKLOADS = ["--workloads", "writes,evict,expiry,copy,swapdb,collections"]
 
 
 def run_tool(name, *args, timeout=60):
@@ -54,21 +48,22 @@ def test_tool_help_and_missing_binary(name):
 
 def test_crash_test_kill9_three_cycles(tmp_path):
     code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "3", "--max-run", "1.0",
-                          *SMALL_CRASH, *PASSING_WORKLOADS)
+                          *SMALL_CRASH)
     assert code == 0, text
     assert figure(text, "cycles survived") == "3/3"
     assert figure(text, "losses").startswith("0 acknowledged writes lost")
     assert int(figure(text, "acknowledged writes").split()[0]) > 100, text
     # Every workload ran and its check held (tools/crash_workloads.py).
-    for name in ("evict", "expiry", "copy", "swapdb", "collections"):
+    for name in ("evict", "expiry", "move", "copy", "swapdb", "collections"):
         assert int(figure(text, name + " commands").split()[0]) > 0, text
         assert f"{name} ok" in figure(text, "checks"), text
+    # FLUSHALL runs in about one cycle in four; when none came up, its check is still listed.
+    assert "flushall ok" in figure(text, "checks"), text
 
 
 def test_crash_test_sigterm_everysec_loses_nothing(tmp_path):
     code, text = run_tool("crash_test.py", "--dir", str(tmp_path), "--cycles", "2", "--sigterm",
-                          "--durability", "everysec", "--min-run", "0.3", "--max-run", "0.8", *SMALL_CRASH,
-                          *PASSING_WORKLOADS)
+                          "--durability", "everysec", "--min-run", "0.3", "--max-run", "0.8", *SMALL_CRASH)
     assert code == 0, text
     assert figure(text, "cycles survived") == "2/2"
     assert figure(text, "losses").startswith("0 acknowledged writes lost")
