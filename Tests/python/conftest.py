@@ -8,7 +8,7 @@ Environment (docs/testing.md):
   behaviour are marked `kvcache_only` and skipped there.
 - KVCACHE_BIN: the server binary (default .build/debug/kvcache-server).
 - KVCACHE_MODE: the persistence mode (everysec, always, no-aof).
-- KVCACHE_REQUIRE_TOOLS=1 (CI): a missing redis-server, redis-cli, nc or
+- KVCACHE_REQUIRE_TOOLS=1 (CI): a missing redis-server, redis-cli, nc, nutcracker or
   redis-benchmark fails the tests that need it instead of skipping them.
 - KVCACHE_SLOW=0 skips the tests marked `slow` (10,000 clients, crash
   cycles): CI runs them in one pass of the suite only.
@@ -143,6 +143,8 @@ class Server:
             # Listening, and done replaying its append-only log (-LOADING until then).
             (benchlib.wait_listening if tls_only else benchlib.wait_ready)(self.port, self.proc)
         except RuntimeError as error:
+            if self.proc.poll() is not None:
+                self.proc = None  # its exit is the test's to judge: it gets this error (a refused start)
             # Why it did not start: the end of its log and any sanitizer report.
             raise RuntimeError("%s\n%s" % (error, "\n".join(["the end of its log:\n" + self.log()[-3000:]] +
                                                               benchlib.sanitizer_reports(self.dir))))
