@@ -106,7 +106,7 @@ struct ConfigTests {
             port 7001
 
             # the policy, by Redis's name
-            eviction-policy volatile-ttl
+            maxmemory-policy volatile-ttl
             cache new 3145728 lru
             hash-max-listpack-entries 64
 

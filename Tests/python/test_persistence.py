@@ -156,6 +156,7 @@ def test_damage_before_the_tail_stops_the_start_and_check_aof_fixes_it(fresh_ser
 
 
 @needs_log
+@pytest.mark.slow  # 200,000 writes and their replay: one pass (a TSan-built server needs minutes)
 def test_clients_get_loading_while_the_log_replays(fresh_server):
     s = fresh_server(args=DEBUG)
     c = s.raw()
