@@ -533,10 +533,8 @@ def test_numbered_caches_are_reached_through_one_pool_each_with_redis_db(cluster
 
 
 def test_named_caches_through_redis_db_numbers_mapped_to_names(cluster):
-    """Still to build (docs/cluster.md): `database-name <n> <cache>` makes
-    SELECT n (which nutcracker sends for `redis_db: n`) select a named cache."""
-    if not accepts_directive("database-name", "5", "sessions"):
-        pytest.xfail("the server has no `database-name <index> <cache>` directive yet (docs/cluster.md)")
+    """`database-name <n> <cache>` makes SELECT n (which nutcracker sends for
+    `redis_db: n`) select a named cache."""
     c = cluster(3, node_args=["--database-name", "5", "sessions"])
     r = c.proxy(redis_db=5).client()
     r.set("s:1", "alice")
@@ -663,8 +661,6 @@ def rejoin_after_outage(c, proxy):
 
 
 def test_rejoin_policy_flush_comes_back_empty(cluster):
-    if not accepts_directive("rejoin-policy", "flush"):
-        pytest.xfail("the server has no `rejoin-policy` directive yet (docs/cluster.md, \"Still to build\")")
     c = cluster(3, node_args=["--rejoin-policy", "flush"])
     proxy = c.proxy()
     changed, deleted, untouched, _ = rejoin_after_outage(c, proxy)

@@ -82,7 +82,7 @@ private func auth(_ ctx: CommandContext) throws {
 /// unauthenticated when a password is set).
 private func reset(_ ctx: CommandContext) throws {
     let c = ctx.connection
-    c.cache = try ctx.server.registry.cache(named: "db0")
+    c.cache = try ctx.server.registry.firstCache()
     c.protocolVersion = 2
     c.name = []
     c.authenticated = ctx.server.config.requirePass.isEmpty

@@ -67,6 +67,33 @@ extension ServerConfig {
                 return "\(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
             }.joined(separator: " ")
         }),
+        // Named caches by number, for nutcracker's `redis_db` and other
+        // clients that speak only numbers (docs/cluster.md). Not live: a map
+        // changing under connected clients would be more confusing than useful.
+        ConfigDirective(name: "database-name", words: true, rewrite: .linePerEntry({ config in
+            config.databaseNames.keys.sorted().map { "database-name \($0) \(config.databaseNames[$0]!)" }
+        }), apply: { config, args, _ in
+            guard args.count == 2 else { throw ConfigError("usage: database-name <index> <cache>") }
+            guard let index = Int(args[0]), index >= 0, index <= Int(Int32.max), String(index) == args[0] else {
+                throw ConfigError("database-name: the index must be an integer from 0 to 2147483647: '\(args[0])'")
+            }
+            guard let name = try? SQLiteKVCache.canonicalHandle(args[1]) else {
+                throw ConfigError("database-name: invalid cache name '\(args[1])': use 1 to 64 of a-z 0-9 . _ -")
+            }
+            if let other = config.databaseNames[index], other != name {
+                throw ConfigError("database-name: index \(index) is already the cache '\(other)'")
+            }
+            if let (other, _) = config.databaseNames.first(where: { $0.value == name && $0.key != index }) {
+                throw ConfigError("database-name: '\(name)' is already database \(other)")
+            }
+            if name.hasPrefix("db"), let k = Int(name.dropFirst(2)), "db\(k)" == name, k != index {
+                throw ConfigError("database-name: '\(name)' is database \(k)'s own cache: it cannot stand for \(index)")
+            }
+            if name != "db\(index)" { config.databaseNames[index] = name }
+        }, render: { config in
+            config.databaseNames.keys.sorted().map { "\($0) \(config.databaseNames[$0]!)" }.joined(separator: " ")
+        }),
+        .choice("rejoin-policy", \.rejoinPolicy, ["keep", "flush"]),
         // RDB snapshots: accepted so redis.conf files and tools work; SQLite
         // is the store of record here, and SAVE/BGSAVE apply to it.
         ConfigDirective(name: "save", live: true, apply: { _, _, _ in }, render: { _ in "" }),

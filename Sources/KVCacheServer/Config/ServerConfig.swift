@@ -43,6 +43,18 @@ public struct ServerConfig: Sendable {
     public var defaultCapacity = 0
     public var evictionPolicy = EvictionPolicy.fifo
     public var caches: [String: CacheSettings] = [:]
+    /// `database-name <index> <cache>`: database indexes that stand for a
+    /// named cache (SELECT, MOVE, COPY … DB, SWAPDB, a connection's start),
+    /// so a client or proxy that speaks only numbers reaches it.
+    public var databaseNames: [Int: String] = [:]
+    /// What a restarted node does with what it held (docs/cluster.md):
+    /// `keep` serves it (a single server's promise), `flush` starts empty,
+    /// as a node behind a proxy that ejects it should.
+    public enum RejoinPolicy: String, Sendable { case keep, flush }
+    public var rejoinPolicy = RejoinPolicy.keep
+
+    /// The cache a database index stands for: its `database-name`, else `db<index>`.
+    public func cacheName(forIndex index: Int) -> String { databaseNames[index] ?? "db\(index)" }
     /// SQLite's page cache per open cache file.
     public var pageCacheBytes = 16 * 1024 * 1024
     /// SQLite's max_page_count per cache file (0: unlimited): a write past it

@@ -202,7 +202,7 @@ public final class Server {
         startupMemory = Int(heap.uordblks + heap.hblkhd)
         // db0 is every client's first cache: open it now, so a large file's
         // progress shows at start-up, not on the first connection.
-        _ = try? registry.cache(named: "db0")
+        _ = try? registry.firstCache()
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
