@@ -93,7 +93,8 @@ extension ServerConfig {
         }, render: { config in
             config.databaseNames.keys.sorted().map { "\($0) \(config.databaseNames[$0]!)" }.joined(separator: " ")
         }),
-        .choice("rejoin-policy", \.rejoinPolicy, ["keep", "flush"]),
+        .choice("rejoin-policy", \.rejoinPolicy, ["keep", "flush", "expire"]),
+        .integer("rejoin-window", \.rejoinWindow, 1...Int(Int32.max)),
         // RDB snapshots: accepted so redis.conf files and tools work; SQLite
         // is the store of record here, and SAVE/BGSAVE apply to it.
         ConfigDirective(name: "save", live: true, apply: { _, _, _ in }, render: { _ in "" }),

@@ -49,9 +49,10 @@ public struct ServerConfig: Sendable {
     public var databaseNames: [Int: String] = [:]
     /// What a restarted node does with what it held (docs/cluster.md):
     /// `keep` serves it (a single server's promise), `flush` starts empty,
-    /// as a node behind a proxy that ejects it should.
-    public enum RejoinPolicy: String, Sendable { case keep, flush }
+    /// `expire` caps the life of everything held at `rejoinWindow` seconds.
+    public enum RejoinPolicy: String, Sendable { case keep, flush, expire }
     public var rejoinPolicy = RejoinPolicy.keep
+    public var rejoinWindow = 300
 
     /// The cache a database index stands for: its `database-name`, else `db<index>`.
     public func cacheName(forIndex index: Int) -> String { databaseNames[index] ?? "db\(index)" }

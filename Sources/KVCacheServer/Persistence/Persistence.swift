@@ -234,6 +234,11 @@ final class Persistence {
         return transactionDepth > 0 ? nil : appendRecord()
     }
 
+    /// Appends what the server changed on its own, outside any client's
+    /// command (the rejoin pass), as one record.
+    @discardableResult
+    func internalChangesFinished() -> UInt64? { transactionDepth > 0 ? nil : appendRecord() }
+
     /// Appends the ops recorded so far as one record.
     private func appendRecord() -> UInt64? {
         guard recordOpCount > 0, let log else { return nil }

@@ -133,7 +133,7 @@ extension Server {
             reject(connection, .noAuth, command: command)
             return
         }
-        if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
+        if (persistence.loading || rejoin != nil) && !persistence.replaying && !command.flags.contains("loading") {
             reject(connection, .loading, command: command)
             return
         }

@@ -127,6 +127,10 @@ extension Server {
                 "open_caches:\(registry.open.count)",
                 "known_caches:\(registry.known.count)",
                 "max_caches:\(config.maxCaches)",
+                "rejoin_policy:\(config.rejoinPolicy.rawValue)",
+                "rejoin_window:\(config.rejoinWindow)",
+                "rejoin_in_progress:\(rejoin != nil ? 1 : 0)",
+                "rejoin_capped_keys:\(rejoin?.capped ?? rejoinFinished?.capped ?? 0)",
             ]
         case "stats":
             let all = registry.open.values.compactMap { $0.statistics() }

@@ -100,6 +100,10 @@ public final class Server {
     /// What malloc had handed out when the loop started (MEMORY STATS's
     /// `startup.allocated`).
     var startupMemory = 0
+    /// `rejoin-policy expire`'s pass over what the caches held at start-up,
+    /// while it runs; then how many keys it capped and deleted.
+    var rejoin: RejoinPass?
+    var rejoinFinished: (capped: Int, deleted: Int)?
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
 
@@ -206,8 +210,11 @@ public final class Server {
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
+        if config.rejoinPolicy == .expire {
+            rejoin = RejoinPass(startedAt: Self.nowMilliseconds(), window: config.rejoinWindow)
+        }
         while running {
-            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading
+            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading || rejoin != nil
             try epoll.wait(timeoutMilliseconds: poll ? 0 : 100) { event in
                 self.dispatch(event)
             }
@@ -221,6 +228,8 @@ public final class Server {
                     logger.warning("Replaying the append-only log failed: \(error)")
                     throw ConfigError("the append-only log cannot be replayed: \(error)")
                 }
+            } else if rejoin != nil {
+                rejoinStep(budget: 2000)
             }
             backgroundWorkPending = false
             sweepExpired()
