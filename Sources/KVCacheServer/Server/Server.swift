@@ -196,8 +196,11 @@ public final class Server {
         logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
             + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
         // db0 is every client's first cache: open it now, so a large file's
-        // progress shows at start-up, not on the first connection.
+        // progress shows at start-up, not on the first connection; then
+        // every other cache with a file, so INFO (and the dashboards that
+        // read it) counts every cache from the start, not only those used since.
         _ = try? registry.cache(named: "db0")
+        for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
