@@ -120,21 +120,22 @@ extension Server {
             return
         }
         guard let command = commands.lookup(args[0]) else {
-            reject(connection, CommandTable.unknownCommandError(args), command: nil)
+            reject(connection, CommandTable.unknownCommandError(args), stats: nil)
             return
         }
         connection.lastCommand = command.subcommands.isEmpty || args.count < 2
             ? command.name : command.name + "|" + args[1].lowercasedText
         guard command.accepts(argumentCount: args.count) else {
-            reject(connection, .wrongArity(command.name), command: command)
+            reject(connection, .wrongArity(command.name), stats: command.stats)
             return
         }
+        let stats = command.stats(for: args)
         if authRequired(connection) && !command.flags.contains("no_auth") {
-            reject(connection, .noAuth, command: command)
+            reject(connection, .noAuth, stats: stats)
             return
         }
         if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
-            reject(connection, .loading, command: command)
+            reject(connection, .loading, stats: stats)
             return
         }
         if let queued = connection.transaction, !command.isTransactionControl {
@@ -168,11 +169,12 @@ extension Server {
             failure = ReplyError("ERR \(error)")
         }
         let elapsed = Self.monotonicMicroseconds() - began
-        command.stats.calls += 1
-        command.stats.microseconds += elapsed
+        stats.calls += 1
+        stats.microseconds += elapsed
+        if config.latencyTracking { stats.histogram.record(microseconds: elapsed) }
         if let failure {
             connection.replyError(failure)
-            command.stats.failed += 1
+            stats.failed += 1
             countError(failure)
         }
         if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
@@ -233,9 +235,9 @@ extension Server {
     }
 
     /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
-    func reject(_ connection: Connection, _ error: ReplyError, command: Command?) {
+    func reject(_ connection: Connection, _ error: ReplyError, stats: CommandStats?) {
         connection.replyError(error)
-        command?.stats.rejected += 1
+        stats?.rejected += 1
         countError(error)
         if let transaction = connection.transaction { transaction.failed = true }
     }

@@ -159,12 +159,13 @@ extension Server {
         case "caches":
             return cacheLines(now: now)
         case "commandstats":
-            return commands.all.filter { $0.stats.calls + $0.stats.rejected + $0.stats.failed > 0 }.map { command in
-                let s = command.stats
+            return commands.all.flatMap(\.allStats).filter { !$0.stats.isEmpty }.map { name, s in
                 let perCall = s.calls > 0 ? Double(s.microseconds) / Double(s.calls) : 0
-                return "cmdstat_\(command.name):calls=\(s.calls),usec=\(s.microseconds),"
+                return "cmdstat_\(name):calls=\(s.calls),usec=\(s.microseconds),"
                     + "usec_per_call=\(String(format: "%.2f", perCall)),rejected_calls=\(s.rejected),failed_calls=\(s.failed)"
             }
+        case "latencystats":
+            return latencyStatsLines()
         default:
             return nil
         }
