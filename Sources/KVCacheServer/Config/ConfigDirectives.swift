@@ -112,6 +112,7 @@ extension ServerConfig {
         .choice("tls-auth-clients", \.tlsAuthClients, ["yes", "no", "optional"]),
         .integer("slowlog-log-slower-than", \.slowlogSlowerThan, -1...Int(Int64.max), live: true),
         .integer("slowlog-max-len", \.slowlogMaxLength, 0...Int(Int32.max), live: true),
+        .integer("latency-monitor-threshold", \.latencyMonitorThreshold, 0...Int(Int64.max), live: true),
         .yesNo("latency-tracking", \.latencyTracking, live: true),
         // Redis's form: percentiles separated by blanks, "" for none.
         ConfigDirective(name: "latency-tracking-info-percentiles", live: true, words: true, rewrite: .linePerEntry({ config in

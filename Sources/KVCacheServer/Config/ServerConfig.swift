@@ -93,6 +93,9 @@ public struct ServerConfig: Sendable {
     /// (negative: none), and the log keeps this many.
     public var slowlogSlowerThan = 10_000
     public var slowlogMaxLength = 128
+    /// LATENCY: events that took at least this many milliseconds are kept
+    /// (Redis's `latency-monitor-threshold`; 0: the monitor is off).
+    public var latencyMonitorThreshold = 0
     /// Per-command latency histograms, for INFO latencystats and LATENCY
     /// HISTOGRAM (Redis's `latency-tracking`).
     public var latencyTracking = true

@@ -172,6 +172,7 @@ extension Server {
         stats.calls += 1
         stats.microseconds += elapsed
         if config.latencyTracking { stats.histogram.record(microseconds: elapsed) }
+        latency.addIfNeeded(command.isFast ? "fast-command" : "command", milliseconds: elapsed / 1000)
         if let failure {
             connection.replyError(failure)
             stats.failed += 1
@@ -207,6 +208,8 @@ extension Server {
                 continue
             }
             connection.parked = nil
+            // How long the write waited for room: LATENCY's memtable-wait.
+            latency.addIfNeeded("memtable-wait", milliseconds: Int(now - since))
             if full {
                 connection.replyError(.memtableFull(config.memtableMaxBytes))
                 countError(.memtableFull(config.memtableMaxBytes))

@@ -95,6 +95,8 @@ public final class Server {
     // MARK: Statistics (ServerStats, Server+Info)
 
     var stats = ServerStats()
+    /// LATENCY's events (Latency/).
+    let latency = LatencyMonitor()
     /// The largest RSS INFO has seen.
     var peakMemory = 0
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
@@ -121,6 +123,8 @@ public final class Server {
         }
         slowlog.threshold = config.slowlogSlowerThan
         slowlog.maxLength = config.slowlogMaxLength
+        latency.threshold = config.latencyMonitorThreshold
+        registry.latency = latency
         if config.tlsPort != 0 {
             guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
                 throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
@@ -186,6 +190,7 @@ public final class Server {
         registry.apply(newConfig)
         slowlog.threshold = newConfig.slowlogSlowerThan
         slowlog.maxLength = newConfig.slowlogMaxLength
+        latency.threshold = newConfig.latencyMonitorThreshold
     }
 
     // MARK: The loop
