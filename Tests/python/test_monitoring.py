@@ -1,0 +1,282 @@
+"""Prometheus's redis_exporter (Debian's prometheus-redis-exporter, unmodified)
+scraping a running server: the figures dashboards read must be the server's
+own, as with Redis (KVCACHE_TARGET=redis runs the same checks against
+redis-server). Also the exporter's -script for named caches
+(docker/monitoring/kvcache-caches.lua), under Lua 5.1 as Redis runs it.
+
+Needs prometheus-redis-exporter (scripts/test installs it); without it the
+tests are skipped."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from conftest import REDIS, ROOT, Server, free_port
+
+EXPORTER = shutil.which("prometheus-redis-exporter")
+LUA = shutil.which("lua5.1")
+SCRIPT = os.path.join(ROOT, "docker", "monitoring", "kvcache-caches.lua")
+
+pytestmark = pytest.mark.skipif(EXPORTER is None, reason="prometheus-redis-exporter is not installed")
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+class Exporter:
+    """One exporter process for a server, on a free loopback port, its log in a file."""
+
+    def __init__(self, server, *args):
+        self.port = free_port()
+        self.log_path = os.path.join(server.dir, "exporter-%d.log" % self.port)
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [EXPORTER, "-redis.addr", "redis://127.0.0.1:%d" % server.port,
+             "-web.listen-address", "127.0.0.1:%d" % self.port, *args],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("the exporter did not start: " + self.log())
+                time.sleep(0.05)
+
+    def scrape(self):
+        """Every sample: {(name, ((label, value), ...)): float}."""
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=30) as reply:
+            text = reply.read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            match = SAMPLE.match(line)
+            assert match, line
+            name, labels, value = match.groups()
+            samples[(name, tuple(sorted(LABEL.findall(labels or ""))))] = float(value)
+        return samples
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def errors(self):
+        """The exporter's error lines (logrus: level=error, level=fatal)."""
+        return [line for line in self.log().splitlines() if "level=error" in line or "level=fatal" in line]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+@pytest.fixture(scope="module")
+def watched():
+    """A server with DEBUG allowed and the latency monitor on, and an exporter on it."""
+    s = Server(args=["--enable-debug-command", "yes", "--latency-monitor-threshold", "100"]).start()
+    exporter = Exporter(s)
+    yield s, exporter
+    exporter.stop()
+    s.cleanup()
+
+
+@pytest.fixture
+def c(watched):
+    s, _ = watched
+    conn = s.raw()
+    assert conn.command("FLUSHALL") == "OK"
+    yield conn
+    conn.close()
+
+
+def test_exporter_sees_a_redis(watched, c):
+    _, exporter = watched
+    samples = exporter.scrape()
+    assert value(samples, "redis_up") == 1
+    info = [k for k in samples if k[0] == "redis_instance_info"]
+    assert len(info) == 1 and dict(info[0][1])["redis_version"] == "7.0.15", info
+    assert value(samples, "redis_exporter_last_scrape_error", err="") == 0
+    assert exporter.errors() == []
+
+
+def test_db_keys_are_dbsize_and_the_volatile_count(watched, c):
+    _, exporter = watched
+    layout = {0: (5, 2), 3: (3, 3), 10: (1, 0), 15: (4, 1)}      # db: (keys, of which with a TTL)
+    for db, (keys, volatile) in layout.items():
+        assert c.command("SELECT", str(db)) == "OK"
+        for i in range(keys):
+            args = ("EX", "1000") if i < volatile else ()
+            assert c.command("SET", "k%d" % i, "v", *args) == "OK"
+    if not REDIS:
+        # A named cache is never a db: its keys are not counted as one.
+        assert c.command("SELECT", "sessions") == "OK"
+        assert c.command("SET", "s", "1", "EX", "100") == "OK"
+    samples = exporter.scrape()
+    for db in range(16):
+        assert c.command("SELECT", str(db)) == "OK"
+        size = c.command("DBSIZE")
+        volatile = sum(1 for key in c.command("KEYS", "*") if c.command("TTL", key) >= 0)
+        assert value(samples, "redis_db_keys", db="db%d" % db) == size, db
+        assert value(samples, "redis_db_keys_expiring", db="db%d" % db) == volatile, db
+        assert (size, volatile) == layout.get(db, (0, 0))
+    # Redis estimates avg_ttl by sampling (0 until its expiry cycle has); here it is exact.
+    assert (0 if REDIS else 900) <= value(samples, "redis_db_avg_ttl_seconds", db="db3") <= 1000
+    dbs = {dict(labels)["db"] for name, labels in samples if name == "redis_db_keys"}
+    assert dbs == {"db%d" % i for i in range(16)}
+    # Nothing else the exporter derives from a field starting with "db".
+    assert {name for name, _ in samples if name.startswith("redis_db")} == {
+        "redis_db_keys", "redis_db_keys_expiring", "redis_db_avg_ttl_seconds"}
+    assert exporter.errors() == []
+
+
+def test_hits_and_misses_move(watched, c):
+    _, exporter = watched
+    assert c.command("SET", "here", "1") == "OK"
+    before = exporter.scrape()
+    for _ in range(7):
+        assert c.command("GET", "here") == b"1"
+    for _ in range(4):
+        assert c.command("GET", "gone") is None
+    after = exporter.scrape()
+    assert value(after, "redis_keyspace_hits_total") - value(before, "redis_keyspace_hits_total") == 7
+    assert value(after, "redis_keyspace_misses_total") - value(before, "redis_keyspace_misses_total") == 4
+
+
+def test_expired_keys_move(watched, c):
+    _, exporter = watched
+    before = exporter.scrape()
+    for i in range(20):
+        assert c.command("SET", "t%d" % i, "v", "PX", "50") == "OK"
+    deadline = time.time() + 10
+    while c.command("DBSIZE") and time.time() < deadline:          # active expiry removes them
+        time.sleep(0.05)
+    assert c.command("DBSIZE") == 0
+    after = exporter.scrape()
+    assert value(after, "redis_expired_keys_total") - value(before, "redis_expired_keys_total") == 20
+
+
+@pytest.mark.kvcache_only
+def test_evicted_keys_move(watched, c):
+    _, exporter = watched
+    before = exporter.scrape()
+    assert c.command("CONFIG", "SET", "cache", "db2 2kb") == "OK"
+    try:
+        assert c.command("SELECT", "2") == "OK"
+        for i in range(30):
+            assert c.command("SET", "e%02d" % i, "v" * 100) == "OK"      # 104 bytes each: 19 fit
+        kept = c.command("DBSIZE")
+        assert kept == 19
+        after = exporter.scrape()
+        assert value(after, "redis_evicted_keys_total") - value(before, "redis_evicted_keys_total") == 30 - kept
+        assert value(after, "redis_db_keys", db="db2") == kept
+    finally:
+        c.command("CONFIG", "SET", "cache", "db2 0")
+
+
+def test_command_latency_percentiles_appear(watched, c):
+    _, exporter = watched
+    assert c.command("CONFIG", "RESETSTAT") == "OK"
+    for i in range(50):
+        assert c.command("SET", "p%d" % i, "v") == "OK"
+        assert c.command("GET", "p%d" % i) == b"v"
+    samples = exporter.scrape()
+    for cmd in ("set", "get", "config|resetstat"):
+        assert value(samples, "redis_latency_percentiles_usec_count", cmd=cmd) == (1 if "|" in cmd else 50), cmd
+        for quantile in ("50", "99", "99.9"):
+            assert value(samples, "redis_latency_percentiles_usec", cmd=cmd, quantile=quantile) > 0, (cmd, quantile)
+        assert value(samples, "redis_commands_total", cmd=cmd) == (1 if "|" in cmd else 50)
+    assert exporter.errors() == []
+
+
+def test_latency_spikes_appear(watched, c):
+    _, exporter = watched
+    assert c.command("DEBUG", "SLEEP", "0.2") == "OK"
+    samples = exporter.scrape()
+    assert 0.2 <= value(samples, "redis_latency_spike_duration_seconds", event_name="command") < 0.5
+    assert abs(value(samples, "redis_latency_spike_last", event_name="command") - time.time()) < 10
+    assert exporter.errors() == []
+
+
+@pytest.mark.kvcache_only
+def test_every_numbered_cache_is_counted_after_a_restart(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    for db in (4, 9):
+        assert c.command("SELECT", str(db)) == "OK"
+        for i in range(db):
+            assert c.command("SET", "k%d" % i, "v") == "OK"
+    c.close()
+    s.restart()
+    exporter = Exporter(s)
+    try:
+        samples = exporter.scrape()      # nothing has selected db4 or db9 since the restart
+        assert value(samples, "redis_db_keys", db="db4") == 4
+        assert value(samples, "redis_db_keys", db="db9") == 9
+        assert exporter.errors() == []
+    finally:
+        exporter.stop()
+
+
+# --- named caches: the exporter's -script ----------------------------------------------------
+
+def run_script_under_lua(info_caches):
+    """Runs kvcache-caches.lua under Lua 5.1 (Redis's Lua) with redis.call
+    answering INFO caches; returns its result as a dict."""
+    harness = ('local text = io.read("*a")\n'
+               'redis = { call = function(c, s) assert(c == "INFO" and s == "caches"); return text end }\n'
+               'local r = assert(loadfile(arg[1]))()\n'
+               'for i = 1, #r, 2 do print(r[i] .. " " .. r[i + 1]) end\n')
+    done = subprocess.run([LUA, "-e", harness.replace("arg[1]", repr(SCRIPT)).replace("\n", " ")],
+                          input=info_caches, capture_output=True, timeout=10)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+
+
+@pytest.mark.kvcache_only
+@pytest.mark.skipif(LUA is None, reason="lua5.1 is not installed")
+def test_caches_script_exports_every_cache(watched, c):
+    for cache, keys in (("sessions", 3), ("my.cache-1_x", 1), ("5", 2)):
+        assert c.command("SELECT", cache) == "OK"
+        for i in range(keys):
+            assert c.command("SET", "k%d" % i, "v") == "OK"
+    assert c.command("GET", "k0") == b"v"
+    assert c.command("GET", "nope") is None
+    got = run_script_under_lua(c.command("INFO", "caches"))
+    assert got["sessions:keys"] == "3" and got["my.cache-1_x:keys"] == "1" and got["db5:keys"] == "2"
+    assert (got["db5:hits"], got["db5:misses"]) == ("1", "1")
+    assert got["sessions:policy_fifo"] == "1" and got["sessions:available"] == "1"
+    assert {k.split(":")[1] for k in got if k.startswith("sessions:")} == {
+        "keys", "expires", "avg_ttl", "bytes", "capacity", "policy_fifo", "hits", "misses", "evicted", "expired",
+        "tier_entries", "tier_bytes", "file_bytes", "wal_bytes", "unapplied_bytes", "available"}
+    assert all(re.fullmatch(r"-?\d+", v) for v in got.values()), got
+
+
+@pytest.mark.kvcache_only
+def test_caches_script_through_the_exporter(watched, c):
+    s, _ = watched
+    if isinstance(c.command("EVAL", "return 1", "0"), tuple):
+        pytest.skip("the server has no EVAL yet: the exporter's -script needs it (docs/monitoring.md)")
+    assert c.command("SELECT", "sessions") == "OK"
+    assert c.command("SET", "k", "v") == "OK"
+    exporter = Exporter(s, "-script", SCRIPT)
+    try:
+        samples = exporter.scrape()
+        assert value(samples, "redis_script_values", key="sessions:keys") == 1
+        assert exporter.errors() == []
+    finally:
+        exporter.stop()
