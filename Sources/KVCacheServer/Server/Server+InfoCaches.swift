@@ -37,8 +37,10 @@ extension Server {
     /// A cache whose file cannot be opened is `cache_<name>:available=0`.
     /// No field name starts with `db`.
     func cacheLines(now: Int64) -> [String] {
+        let databases = config.databases
+        func index(_ cache: OpenCache) -> Int? { cache.databaseIndex.flatMap { $0 < databases ? $0 : nil } }
         let ordered = registry.open.values.sorted { a, b in
-            switch (a.databaseIndex, b.databaseIndex) {
+            switch (index(a), index(b)) {
             case let (x?, y?): return x < y
             case (.some, nil): return true
             case (nil, .some): return false
