@@ -4,15 +4,22 @@ own, as with Redis (KVCACHE_TARGET=redis runs the same checks against
 redis-server). Also the exporter's -script for named caches
 (docker/monitoring/kvcache-caches.lua), under Lua 5.1 as Redis runs it.
 
-Needs prometheus-redis-exporter and lua5.1 (scripts/test and .ci/run install
-them); without them the tests are skipped, or fail under
+Also Debian's Prometheus with the shipped configuration, recording rules
+and Grafana dashboard (docker/monitoring/check-dashboard.py asks it every
+panel's query).
+
+Needs prometheus-redis-exporter, prometheus (with promtool) and lua5.1
+(scripts/test and .ci/run install them); without them the tests are skipped, or fail under
 KVCACHE_REQUIRE_TOOLS=1 (CI), so the end-to-end test cannot silently not run."""
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -293,3 +300,89 @@ def test_caches_script_through_the_exporter(watched, c):
         assert exporter.errors() == []
     finally:
         exporter.stop()
+
+
+# --- Prometheus: the shipped configuration, recording rules and dashboard -------------------
+
+MONITORING = os.path.join(ROOT, "docker", "monitoring")
+
+
+@pytest.mark.kvcache_only
+def test_prometheus_configuration_and_recording_rules():
+    promtool = require_tool("promtool")
+    for args in (["check", "config", "prometheus.yml"], ["test", "rules", "kvcache-rules.test.yml"]):
+        done = subprocess.run([promtool, *args], cwd=MONITORING, capture_output=True, timeout=60)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+    assert b"SUCCESS" in done.stdout, done.stdout
+
+
+@pytest.mark.kvcache_only
+def test_every_dashboard_query_answers_from_prometheus():
+    """Debian's Prometheus scrapes the exporter on a running server (every
+    second, with the shipped recording rules); check-dashboard.py then asks
+    it every query of grafana-dashboard.json, as Grafana would."""
+    prometheus = require_tool("prometheus")
+    s = Server(args=["--enable-debug-command", "yes", "--latency-monitor-threshold", "1"]).start()
+    exporter = Exporter(s)
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    config = os.path.join(s.dir, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "rule_files:\n  - %s\n"
+                "scrape_configs:\n  - job_name: kvcache\n    static_configs:\n"
+                "      - targets: ['127.0.0.1:%d']\n" % (os.path.join(MONITORING, "kvcache-rules.yml"), exporter.port))
+    log = open(os.path.join(s.dir, "prometheus.log"), "wb")
+    proc = subprocess.Popen([prometheus, "--config.file", config, "--storage.tsdb.path", os.path.join(s.dir, "tsdb"),
+                             "--web.listen-address", "127.0.0.1:%d" % port], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+
+    def query(promql):
+        with urllib.request.urlopen(url + "/api/v1/query?" + urllib.parse.urlencode({"query": promql}),
+                                    timeout=10) as reply:
+            return json.load(reply)["data"]["result"]
+
+    try:
+        c = s.raw()
+        for i in range(20):
+            assert c.command("SET", "k%d" % i, "v", *(("EX", "100") if i % 2 else ())) == "OK"
+            assert c.command("GET", "k%d" % i) == b"v"
+            assert c.command("GET", "missing%d" % i) is None
+        assert c.command("SELECT", "3") == "OK"
+        assert c.command("SET", "a", "1") == "OK"
+        assert c.command("DEBUG", "SLEEP", "0.01") == "OK"      # a spike of the command event
+        deadline = time.time() + 60
+        while True:
+            try:
+                scraped = query('count_over_time(redis_up{job="kvcache"}[1m])')
+                if scraped and float(scraped[0]["value"][1]) >= 3:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline and proc.poll() is None, open(os.path.join(s.dir, "prometheus.log")).read()
+            time.sleep(0.5)
+        assert query('redis_db_keys{db="db0"}')[0]["value"][1] == "20"
+        assert query('redis_db_keys_expiring{db="db0"}')[0]["value"][1] == "10"
+        assert query('redis_db_keys{db="db3"}')[0]["value"][1] == "1"
+        done = subprocess.run([sys.executable, os.path.join(MONITORING, "check-dashboard.py"), url],
+                              capture_output=True, timeout=120)
+        out = done.stdout.decode()
+        assert done.returncode == 0 and "every query answered" in out, out + done.stderr.decode()
+        assert "FAIL" not in out, out
+        # Without the kvcache-caches job (it needs EVAL) the Caches row is all that may be empty.
+        for line in out.splitlines():
+            if line.startswith("empty"):
+                assert "needs the kvcache-caches job" in line or "nothing to show yet" in line, line
+        assert "ok    Total Items per DB" in out and "ok    Command latency p99" in out, out
+        assert "ok    Latency spikes (LATENCY LATEST)" in out, out
+        c.close()
+        assert exporter.errors() == []
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        exporter.stop()
+        s.cleanup()
