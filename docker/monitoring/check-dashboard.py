@@ -12,6 +12,7 @@ Standard library only."""
 import json
 import os
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 
