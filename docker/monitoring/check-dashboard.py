@@ -17,8 +17,13 @@ import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Queries that are empty on a quiet server, whatever it is (no spike yet).
-MAY_BE_EMPTY = ("redis_latency_spike", "irate(redis_commands_duration", "rate(kvcache:cache_evicted")
+# Queries that may be empty on a healthy server, and why.
+MAY_BE_EMPTY = {
+    "redis_latency_spike": "nothing to show yet",                # no spike yet
+    "irate(redis_commands_duration": "nothing to show yet",      # no command in the last scrapes
+    "rate(kvcache:cache_evicted": "nothing to show yet",
+    "redis_aof_current_size_bytes": "appendonly no",             # as Redis: no aof_current_size then
+}
 
 
 def queries(dashboard):
@@ -52,7 +57,7 @@ def main():
         elif caches and not require_caches:
             print("empty %s (needs the kvcache-caches job)" % title)
         elif any(part in promql for part in MAY_BE_EMPTY):
-            print("empty %s (nothing to show yet)" % title)
+            print("empty %s (%s)" % (title, next(why for part, why in MAY_BE_EMPTY.items() if part in promql)))
         else:
             print("FAIL  %s: no data for %s" % (title, promql))
             failures += 1
