@@ -9,8 +9,9 @@ and Grafana dashboard (docker/monitoring/check-dashboard.py asks it every
 panel's query).
 
 Needs prometheus-redis-exporter, prometheus (with promtool) and lua5.1
-(scripts/test and .ci/run install them); without them the tests are skipped, or fail under
-KVCACHE_REQUIRE_TOOLS=1 (CI), so the end-to-end test cannot silently not run."""
+(scripts/test and .ci/run install them); without them the tests are
+skipped, or fail under KVCACHE_REQUIRE_TOOLS=1 (CI), so the end-to-end
+test cannot silently not run."""
 import json
 import os
 import re
@@ -36,6 +37,7 @@ def exporter_installed():
     """A skip without the exporter, a failure under KVCACHE_REQUIRE_TOOLS=1."""
     global EXPORTER
     EXPORTER = require_tool("prometheus-redis-exporter")
+
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
