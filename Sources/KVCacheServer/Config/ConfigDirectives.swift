@@ -140,6 +140,25 @@ extension ServerConfig {
         .choice("tls-auth-clients", \.tlsAuthClients, ["yes", "no", "optional"]),
         .integer("slowlog-log-slower-than", \.slowlogSlowerThan, -1...Int(Int64.max), live: true),
         .integer("slowlog-max-len", \.slowlogMaxLength, 0...Int(Int32.max), live: true),
+        .integer("latency-monitor-threshold", \.latencyMonitorThreshold, 0...Int(Int64.max), live: true),
+        .yesNo("latency-tracking", \.latencyTracking, live: true),
+        // Redis's form: percentiles separated by blanks, "" for none.
+        ConfigDirective(name: "latency-tracking-info-percentiles", live: true, words: true, rewrite: .linePerEntry({ config in
+            let value = percentileList(config.latencyTrackingPercentiles)
+            return ["latency-tracking-info-percentiles " + (value.isEmpty ? "\"\"" : value)]
+        }), apply: { config, args, _ in
+            var percentiles: [Double] = []
+            for word in args where !(args.count == 1 && word.isEmpty) {
+                guard let value = Double(word), value.isFinite else {
+                    throw ConfigError("Invalid latency-tracking-info-percentiles parameters")
+                }
+                guard value >= 0 && value <= 100 else {
+                    throw ConfigError("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+                }
+                percentiles.append(value)
+            }
+            config.latencyTrackingPercentiles = percentiles
+        }, render: { percentileList($0.latencyTrackingPercentiles) }),
         .text("requirepass", \.requirePass, live: true),
         .yesNo("protected-mode", \.protectedMode, live: true),
         ConfigDirective(name: "rename-command", rewrite: .linePerEntry({ config in

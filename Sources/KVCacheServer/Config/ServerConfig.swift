@@ -106,6 +106,14 @@ public struct ServerConfig: Sendable {
     /// (negative: none), and the log keeps this many.
     public var slowlogSlowerThan = 10_000
     public var slowlogMaxLength = 128
+    /// LATENCY: events that took at least this many milliseconds are kept
+    /// (Redis's `latency-monitor-threshold`; 0: the monitor is off).
+    public var latencyMonitorThreshold = 0
+    /// Per-command latency histograms, for INFO latencystats and LATENCY
+    /// HISTOGRAM (Redis's `latency-tracking`).
+    public var latencyTracking = true
+    /// The percentiles INFO latencystats reports (Redis's `latency-tracking-info-percentiles`).
+    public var latencyTrackingPercentiles: [Double] = [50, 99, 99.9]
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.

@@ -95,6 +95,8 @@ public final class Server {
     // MARK: Statistics (ServerStats, Server+Info)
 
     var stats = ServerStats()
+    /// LATENCY's events (Latency/).
+    let latency = LatencyMonitor()
     /// The largest RSS INFO has seen.
     var peakMemory = 0
     /// What malloc had handed out when the loop started (MEMORY STATS's
@@ -128,6 +130,8 @@ public final class Server {
         }
         slowlog.threshold = config.slowlogSlowerThan
         slowlog.maxLength = config.slowlogMaxLength
+        latency.threshold = config.latencyMonitorThreshold
+        registry.latency = latency
         if config.tlsPort != 0 {
             guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
                 throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
@@ -193,6 +197,7 @@ public final class Server {
         registry.apply(newConfig)
         slowlog.threshold = newConfig.slowlogSlowerThan
         slowlog.maxLength = newConfig.slowlogMaxLength
+        latency.threshold = newConfig.latencyMonitorThreshold
     }
 
     // MARK: The loop
@@ -205,8 +210,11 @@ public final class Server {
         let heap = mallinfo2()
         startupMemory = Int(heap.uordblks + heap.hblkhd)
         // db0 is every client's first cache: open it now, so a large file's
-        // progress shows at start-up, not on the first connection.
+        // progress shows at start-up, not on the first connection; then
+        // every other cache with a file, so INFO (and the dashboards that
+        // read it) counts every cache from the start, not only those used since.
         _ = try? registry.firstCache()
+        for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
