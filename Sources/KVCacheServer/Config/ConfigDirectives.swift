@@ -134,7 +134,7 @@ extension ServerConfig {
         .encodingLimit("set-max-intset-entries", \.setMaxIntsetEntries),
         .encodingLimit("zset-max-listpack-entries", aliases: ["zset-max-ziplist-entries"], \.zsetMaxListpackEntries),
         .encodingLimit("zset-max-listpack-value", aliases: ["zset-max-ziplist-value"], \.zsetMaxListpackValue, isSize: true),
-    ]
+    ] + scriptingDirectives
 
     /// Every name a directive answers to (aliases right after their
     /// directive), in the table's order: what CONFIG GET matches.
