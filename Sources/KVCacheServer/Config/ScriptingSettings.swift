@@ -4,11 +4,18 @@ struct ScriptingSettings: Sendable {
     /// Largest sparse HyperLogLog, in bytes, before it turns dense (Redis's
     /// `hll-sparse-max-bytes`).
     var hllSparseMaxBytes = HyperLogLog.defaultSparseMaxBytes
+    /// Milliseconds a script may run before other clients get -BUSY and
+    /// SCRIPT KILL / FUNCTION KILL may stop it (Redis's
+    /// `busy-reply-threshold`, formerly `lua-time-limit`); 0: never.
+    var busyReplyThreshold = 5000
 }
 
 extension ServerConfig {
     /// The directives of `ScriptingSettings`, appended to the table.
     static let scriptingDirectives: [ConfigDirective] = [
         .integer("hll-sparse-max-bytes", \.scripting.hllSparseMaxBytes, 0...Int(Int64.max), live: true),
+        ConfigDirective(name: "busy-reply-threshold", aliases: ["lua-time-limit"], live: true, apply: { config, args, name in
+            config.scripting.busyReplyThreshold = try integerArgument(args, name, range: 0...Int(Int64.max))
+        }, render: { "\($0.scripting.busyReplyThreshold)" }),
     ]
 }

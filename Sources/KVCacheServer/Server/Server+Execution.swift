@@ -137,6 +137,10 @@ extension Server {
             reject(connection, .loading, command: command)
             return
         }
+        if busyScript != nil, let refusal = busyScriptRefusal(command, args) {
+            reject(connection, refusal, command: command)
+            return
+        }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args.copies)
             connection.replySimple("QUEUED")

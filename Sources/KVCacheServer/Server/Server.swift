@@ -69,6 +69,15 @@ public final class Server {
     var monitors: [Connection] = []
     var slowlog = SlowLog()
 
+    // MARK: Scripting (Scripting/)
+
+    /// EVAL's and FUNCTION's interpreters, the script cache, the libraries.
+    lazy var scripting = Scripting(server: self)
+    /// A script running past busy-reply-threshold: other clients get -BUSY.
+    var busyScript: ScriptRun?
+    /// Set while a busy script's hook serves the other clients.
+    var processingWhileBusy = false
+
     // MARK: Caches and persistence (Server+Persistence)
 
     let registry: CacheRegistry
@@ -198,6 +207,7 @@ public final class Server {
         // db0 is every client's first cache: open it now, so a large file's
         // progress shows at start-up, not on the first connection.
         _ = try? registry.cache(named: "db0")
+        _ = scripting  // the interpreters, and the function libraries kept by the last run
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
