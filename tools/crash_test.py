@@ -34,10 +34,13 @@ and each writer goes on from what it emptied. The summary's
 printed under its check's name. A connection lost before the kill, or a
 reply that is not RESP, is a failure (never "the server was killed").
 
-`--durability everysec` acknowledges before committing: an acknowledged
-write may then be missing, but only if it was acknowledged within
---loss-window seconds (default 1.5) of the kill; the widest loss actually
-observed is reported. `--sigterm` stops the server with SIGTERM during the
+`--mode` picks the server's persistence: `everysec` (appendonly yes,
+appendfsync everysec: the default) and `always` lose nothing acknowledged
+to a kill of the process; `no-aof` (appendonly no) acknowledges before
+SQLite holds a write: an acknowledged write may then be missing, but only
+if it was acknowledged within --loss-window seconds (default 1.5) of the
+kill; the widest loss actually observed is reported. The old
+`--durability commit|everysec` means `--mode everysec|no-aof`. `--sigterm` stops the server with SIGTERM during the
 load instead: it must exit 0 with a clean-shutdown log line, lose nothing
 (whatever the durability mode) and leave each WAL checkpointed (the -wal
 file empty or absent).
@@ -93,6 +96,10 @@ class Resp(bench.Client):
         return r
 
 
+# The server options of each persistence mode.
+MODE_ARGS = {"everysec": [], "always": ["--appendfsync", "always"], "no-aof": ["--appendonly", "no"]}
+
+
 class ServerProcess:
     def __init__(self, binary: str, data_dir: str, log_path: str, port: int, durability: str,
                  extra: list[str] | None = None):
@@ -103,7 +110,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 30.0):
         argv = [self.binary, "--port", str(self.port), "--bind", HOST, "--dir", self.data_dir,
-                "--durability", self.durability, *self.extra]
+                *MODE_ARGS[self.durability], *self.extra]
         self.proc = bench.spawn(argv, self.log_path, env=bench.sanitizer_env(os.path.dirname(self.log_path)))
         try:
             # Listening, and done replaying its log (-LOADING until then).
@@ -513,8 +520,10 @@ def parse_args(argv=None):
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--binary", default=default_binary(), help="kvcache-server binary")
     p.add_argument("--cycles", type=int, default=20, help="kill/restart cycles")
-    p.add_argument("--durability", choices=("commit", "everysec"), default="commit",
-                   help="the server's durability mode")
+    p.add_argument("--mode", choices=tuple(MODE_ARGS), default=None,
+                   help="the server's persistence mode (default everysec)")
+    p.add_argument("--durability", choices=("commit", "everysec"), default=None,
+                   help="the old name: commit = --mode everysec, everysec = --mode no-aof")
     p.add_argument("--sigterm", action="store_true",
                    help="stop with SIGTERM instead of SIGKILL: exit 0, nothing lost, WAL checkpointed")
     p.add_argument("--loss-window", type=float, default=1.5,
@@ -537,6 +546,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    args.mode = args.mode or {"commit": "everysec", "everysec": "no-aof", None: "everysec"}[args.durability]
     if not os.path.isfile(args.binary) or not os.access(args.binary, os.X_OK):
         print(f"crash_test: no executable binary at {args.binary}", file=sys.stderr)
         return 2
@@ -552,8 +562,8 @@ def main(argv=None) -> int:
     os.makedirs(scratch, exist_ok=True)
     log_path = os.path.join(work, "server.log")
     stop_signal = signal.SIGTERM if args.sigterm else signal.SIGKILL
-    # A kill -9 under everysec may lose the last second; a clean stop never may.
-    allowed_window = args.loss_window if (args.durability == "everysec" and not args.sigterm) else None
+    # A kill -9 with appendonly no may lose the last second; a clean stop never may.
+    allowed_window = args.loss_window if (args.mode == "no-aof" and not args.sigterm) else None
 
     names = ["writes", *crash_workloads.WORKLOADS, "flushall"] if args.workloads == "all" else \
         [n.strip() for n in args.workloads.split(",") if n.strip()]
@@ -577,7 +587,7 @@ def main(argv=None) -> int:
     flush_cycles = flush_applied = 0
     capacities = {crash_workloads.EvictWorkload.caches[0]: crash_workloads.EvictWorkload.capacity} \
         if "evict" in names else {}
-    server = ServerProcess(args.binary, data_dir, log_path, free_port(), args.durability,
+    server = ServerProcess(args.binary, data_dir, log_path, free_port(), args.mode,
                            crash_workloads.server_args(names))
     verdict = Verdict()
     files_checked = 0
@@ -588,7 +598,7 @@ def main(argv=None) -> int:
     acked_before = 0
     started = time.monotonic()
 
-    print(f"crash_test: binary {args.binary}, durability {args.durability}, "
+    print(f"crash_test: binary {args.binary}, mode {args.mode}, "
           f"stop {'SIGTERM' if args.sigterm else 'SIGKILL'}, {args.cycles} cycles, {len(writers)} writers "
           f"({', '.join(sorted(set(w.style for w in writers)))}) over caches {', '.join(caches)}; workloads "
           f"{', '.join(w.name for w in workloads) or 'none'}; seed {seed}, work dir {work}", flush=True)
@@ -719,7 +729,7 @@ def main(argv=None) -> int:
     print()
     print("Summary")
     print(f"  result                 : {'FAIL' if failed else 'PASS'}")
-    print(f"  mode                   : durability {args.durability}, stop by "
+    print(f"  mode                   : {args.mode} ({' '.join(MODE_ARGS[args.mode]) or 'defaults'}), stop by "
           f"{'SIGTERM' if args.sigterm else 'SIGKILL (kill -9)'}, seed {seed}")
     print(f"  cycles survived        : {survived}/{args.cycles}")
     print(f"  acknowledged writes    : {acked} (SET {kinds['SET']}, SET EX {kinds['SETEX']}, DEL {kinds['DEL']}, "
