@@ -17,6 +17,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -211,6 +213,23 @@ static int safe_load(lua_State *L, const char *data, size_t len, const char *nam
         return lua_load(L, read_chunk, &r, name);
     }
     return luaL_loadbuffer(L, data, len, name);
+}
+
+/// unpack with Redis's fix to its Lua (lbaselib.c): the count is computed
+/// without overflow, so a huge range is refused rather than overrunning
+/// the stack (Debian's Lua 5.1 lacks the fix and crashes).
+static int safe_unpack(lua_State *L) {
+    int i, e;
+    unsigned int n;
+    luaL_checktype(L, 1, LUA_TTABLE);
+    i = luaL_optint(L, 2, 1);
+    e = luaL_opt(L, luaL_checkint, 3, luaL_getn(L, 1));
+    if (i > e) return 0;
+    n = (unsigned int)e - (unsigned int)i;
+    if (n >= INT_MAX || !lua_checkstack(L, (int)++n)) return luaL_error(L, "too many results to unpack");
+    lua_rawgeti(L, 1, i);
+    while (i++ < e) lua_rawgeti(L, 1, i);
+    return (int)n;
 }
 
 static int safe_loadstring(lua_State *L) {
@@ -1276,6 +1295,37 @@ static void load_library(lua_State *L, const char *name, lua_CFunction open) {
     lua_pop(L, 1);
 }
 
+/// bit.tohex with Redis's fix to its lua_bit.c: a count of -2^31 (whose
+/// negation overflows in Debian's lua-bitop, writing past its buffer) is
+/// taken as -(2^31 - 1). The original function is the upvalue.
+static int safe_tohex(lua_State *L) {
+    if (lua_gettop(L) >= 2 && lua_type(L, 2) == LUA_TNUMBER) {
+        /* bitop's own conversion: the low 32 bits after rounding. */
+        union { double d; uint64_t b; } u;
+        u.d = lua_tonumber(L, 2) + 6755399441055744.0;
+        if ((int32_t)(uint32_t)u.b == INT32_MIN) {
+            lua_pushnumber(L, -2147483647.0);
+            lua_replace(L, 2);
+        }
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static void wrap_bit_tohex(lua_State *L) {
+    lua_getglobal(L, "bit");
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_getfield(L, -1, "tohex");
+    lua_pushcclosure(L, safe_tohex, 1);
+    lua_setfield(L, -2, "tohex");
+    lua_pop(L, 1);
+}
+
 static void wrap_global(lua_State *L, const char *name, lua_CFunction wrapper) {
     lua_getglobal(L, name);
     lua_pushcclosure(L, wrapper, 1);
@@ -1300,11 +1350,14 @@ static void register_redis_api(lua_State *L) {
     load_library(L, "struct", luaopen_struct);
     load_library(L, "cmsgpack", luaopen_cmsgpack);
     load_library(L, "bit", luaopen_bit);
+    wrap_bit_tohex(L);
 
     lua_pushcfunction(L, lua_redis_pcall);
     lua_setglobal(L, "pcall");
     lua_pushcfunction(L, safe_loadstring);
     lua_setglobal(L, "loadstring");
+    lua_pushcfunction(L, safe_unpack);
+    lua_setglobal(L, "unpack");
     lua_pushcfunction(L, safe_load_reader);
     lua_setglobal(L, "load");
     wrap_global(L, "setmetatable", safe_setmetatable);

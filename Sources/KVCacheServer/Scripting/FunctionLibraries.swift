@@ -40,12 +40,18 @@ struct FunctionLibraries {
     private(set) var libraries: [String: FunctionLibrary] = [:]
     /// Libraries in the order they were loaded.
     private(set) var order: [String] = []
+    /// By name lowercased: FCALL finds a function whatever its case, and
+    /// two libraries cannot hold names differing only in case (Redis's
+    /// functionDictType compares without case; library names keep theirs).
     private(set) var functions: [String: LibraryFunction] = [:]
 
     var functionCount: Int { functions.count }
     var all: [FunctionLibrary] { order.compactMap { libraries[$0] } }
 
-    func function(named name: [UInt8]) -> LibraryFunction? { functions[String(decoding: name, as: UTF8.self)] }
+    func function(named name: [UInt8]) -> LibraryFunction? { functions[String(decoding: name.map(asciiLower), as: UTF8.self)] }
+
+    /// The function whose name equals `name` but for case.
+    func function(named name: String) -> LibraryFunction? { functions[name.lowercased()] }
 
     /// Letters, digits and underscores, at least one (Redis's functionsVerifyName).
     static func isValidName(_ name: some Collection<UInt8>) -> Bool {
@@ -57,13 +63,13 @@ struct FunctionLibraries {
     mutating func link(_ library: FunctionLibrary) {
         libraries[library.name] = library
         order.append(library.name)
-        for function in library.orderedFunctions { functions[function.name] = function }
+        for function in library.orderedFunctions { functions[function.name.lowercased()] = function }
     }
 
     mutating func unlink(_ name: String) {
         guard let library = libraries.removeValue(forKey: name) else { return }
         order.removeAll { $0 == name }
-        for function in library.functions.keys { functions[function] = nil }
+        for function in library.functions.keys { functions[function.lowercased()] = nil }
     }
 }
 
@@ -132,7 +138,7 @@ extension Scripting {
         }
         if let failure { throw abandon(failure) }
         if library.functions.isEmpty { throw abandon("No functions registered") }
-        if let clash = library.orderedFunctions.first(where: { target.functions[$0.name] != nil }) {
+        if let clash = library.orderedFunctions.first(where: { target.function(named: $0.name) != nil }) {
             throw abandon("Function \(clash.name) already exists")
         }
         target.link(library)
@@ -224,7 +230,7 @@ extension Scripting {
                     target.unlink(library.name)
                 }
             }
-            if let clash = restored.all.flatMap(\.orderedFunctions).first(where: { target.functions[$0.name] != nil }) {
+            if let clash = restored.all.flatMap(\.orderedFunctions).first(where: { target.function(named: $0.name) != nil }) {
                 discard()
                 throw ReplyError("ERR Function \(clash.name) already exists")
             }
