@@ -8,6 +8,12 @@ struct ScriptingSettings: Sendable {
     /// SCRIPT KILL / FUNCTION KILL may stop it (Redis's
     /// `busy-reply-threshold`, formerly `lua-time-limit`); 0: never.
     var busyReplyThreshold = 5000
+    /// Redis's `min-replicas-to-write`: with no replicas here, any value
+    /// above 0 refuses writes (and writing scripts) with -NOREPLICAS, as
+    /// a Redis primary left without replicas does.
+    var minReplicasToWrite = 0
+    /// Redis's `min-replicas-max-lag` (seconds), kept for CONFIG GET.
+    var minReplicasMaxLag = 10
 }
 
 extension ServerConfig {
@@ -17,5 +23,12 @@ extension ServerConfig {
         ConfigDirective(name: "busy-reply-threshold", aliases: ["lua-time-limit"], live: true, apply: { config, args, name in
             config.scripting.busyReplyThreshold = try integerArgument(args, name, range: 0...Int(Int64.max))
         }, render: { "\($0.scripting.busyReplyThreshold)" }),
+        .integer("min-replicas-to-write", \.scripting.minReplicasToWrite, 0...Int(Int32.max), live: true),
+        .integer("min-replicas-max-lag", \.scripting.minReplicasMaxLag, 0...Int(Int32.max), live: true),
     ]
+}
+
+extension ReplyError {
+    /// Redis's shared.noreplicaserr.
+    static let noReplicas = ReplyError("NOREPLICAS Not enough good replicas to write.")
 }

@@ -130,6 +130,7 @@ final class Scripting: LuaInterpreter.Host {
                     + "to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts. "
                     + "AOF error: \(String(cString: strerror(log.writeError ?? EIO)))")
             }
+            if server.config.scripting.minReplicasToWrite > 0 { throw ReplyError.noReplicas }
             if readOnlyCommand { throw ReplyError("ERR Can not execute a script with write flag using *_ro command.") }
         }
     }
@@ -244,6 +245,7 @@ final class Scripting: LuaInterpreter.Host {
         if writes && !run.wroteData, let refusal = server.persistence.writeRefusal {
             return refuse("-" + refusal.text)
         }
+        if writes && server.config.scripting.minReplicasToWrite > 0 { return refuse("-" + ReplyError.noReplicas.text) }
         if writes { run.wroteData = true }
         run.client.protocolVersion = resp
         run.client.output.removeAll(keepingCapacity: true)

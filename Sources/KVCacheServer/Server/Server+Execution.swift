@@ -141,6 +141,10 @@ extension Server {
             reject(connection, refusal, command: command)
             return
         }
+        if command.isWrite && config.scripting.minReplicasToWrite > 0 && !persistence.replaying {
+            reject(connection, .noReplicas, command: command)
+            return
+        }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args.copies)
             connection.replySimple("QUEUED")
