@@ -48,6 +48,15 @@ private func debug(_ ctx: CommandContext) throws {
         guard ctx.args.count == 3 else { throw ReplyError.syntax }
         try debugProtocol(ctx)
     case "reload", "loadaof":
+        // Redis's NOFLUSH without MERGE loads its RDB over what is in
+        // memory, and fails on the first key or library already there.
+        let options = Set(ctx.args.dropFirst(2).map { String(decoding: $0.map(asciiLower), as: UTF8.self) })
+        if ctx.option(1) == "reload" && options.contains("noflush") && !options.contains("merge") {
+            let hasKeys = ctx.server.registry.open.values.contains { ($0.engine?.count ?? 0) > 0 }
+            if hasKeys || !ctx.server.scripting.libraries.all.isEmpty {
+                throw ReplyError("ERR Error trying to load the RDB dump, check server logs.")
+            }
+        }
         // Redis reloads its dataset from the RDB or the AOF; here SQLite is
         // given everything and every cache reopened from its file.
         ctx.server.reloadCaches()
