@@ -7,7 +7,7 @@ let serverCommands: [Command] = [
             group: "server", summary: "Returns information and statistics about the server.", handler: info),
     Command(name: "command", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Returns detailed information about all commands.", handler: command,
-            subcommands: ["count", "docs", "getkeys", "info", "list"]),
+            subcommands: ["count", "docs", "info", "list"]),
     Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for server configuration commands.", handler: config,
             subcommands: ["get", "resetstat", "rewrite", "set"]),
@@ -53,8 +53,6 @@ private func command(_ ctx: CommandContext) throws {
         }
     case "list":
         c.replyBulkArray(table.all.map { Array($0.name.utf8) })
-    case "getkeys":
-        try commandGetKeys(ctx)
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "command")
     }

@@ -23,8 +23,12 @@ extension ServerConfig {
         ConfigDirective(name: "busy-reply-threshold", aliases: ["lua-time-limit"], live: true, apply: { config, args, name in
             config.scripting.busyReplyThreshold = try integerArgument(args, name, range: 0...Int(Int64.max))
         }, render: { "\($0.scripting.busyReplyThreshold)" }),
-        .integer("min-replicas-to-write", \.scripting.minReplicasToWrite, 0...Int(Int32.max), live: true),
-        .integer("min-replicas-max-lag", \.scripting.minReplicasMaxLag, 0...Int(Int32.max), live: true),
+        ConfigDirective(name: "min-replicas-to-write", aliases: ["min-slaves-to-write"], live: true, apply: { config, args, name in
+            config.scripting.minReplicasToWrite = try integerArgument(args, name, range: 0...Int(Int32.max))
+        }, render: { "\($0.scripting.minReplicasToWrite)" }),
+        ConfigDirective(name: "min-replicas-max-lag", aliases: ["min-slaves-max-lag"], live: true, apply: { config, args, name in
+            config.scripting.minReplicasMaxLag = try integerArgument(args, name, range: 0...Int(Int32.max))
+        }, render: { "\($0.scripting.minReplicasMaxLag)" }),
     ]
 }
 
