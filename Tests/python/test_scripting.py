@@ -188,6 +188,80 @@ def test_lua_rate_limiter(r):
     assert limiter(keys=["rate:user1"], args=[5, 400]) == 1
 
 
+def test_what_redis_patched_in_its_lua(r):
+    # Redis's fixes to its Lua: a huge unpack range and bit.tohex(x, -2^31)
+    # answer (Debian's Lua 5.1 and lua-bitop crashed the server on both).
+    with pytest.raises(ResponseError, match="too many results to unpack"):
+        r.eval("return {unpack({1,2,3}, 0, 2147483647)}", 0)
+    assert r.eval("return {unpack({1,2,3}, -1, -2)}", 0) == []
+    assert r.eval("return bit.tohex(65535, -2147483648)", 0) == b"0000FFFF"
+    assert r.ping()
+
+
+@pytest.fixture
+def debug_r(fresh_server):
+    """A client of a server that allows DEBUG (as Redis's tests run it)."""
+    return fresh_server(args=["--enable-debug-command", "yes"]).client()
+
+
+def test_the_clock_stands_still_while_a_script_runs(debug_r):
+    r = debug_r
+    with pytest.raises(ResponseError, match="This Redis command is not allowed from script"):
+        r.eval("redis.call('DEBUG', 'SLEEP', 0)", 0)
+    r.execute_command("DEBUG", "SET-DISABLE-DENY-SCRIPTS", 1)  # DEBUG SLEEP inside the script, as Redis's test
+    assert r.eval("""redis.call('SET', 'k', 'v', 'PX', 1)
+                     redis.call('DEBUG', 'SLEEP', 0.02)
+                     return redis.call('EXISTS', 'k')""", 0) == 1
+    time.sleep(0.01)
+    assert r.exists("k") == 0
+
+
+def test_an_expired_key_is_seen_by_debug_object_until_a_script_deletes_it(debug_r):
+    r = debug_r
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
+    try:
+        r.set("gone", "v", px=1)
+        time.sleep(0.01)
+        assert b"encoding:embstr" in r.execute_command("DEBUG", "OBJECT", "gone")
+        assert r.eval("return redis.call('EXISTS', 'gone')", 0) == 0
+        with pytest.raises(ResponseError, match="no such key"):
+            r.execute_command("DEBUG", "OBJECT", "gone")
+    finally:
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 1)
+
+
+def test_min_replicas_to_write_refuses_writes_with_no_replicas(r):
+    r.set("x", "before")
+    r.config_set("min-replicas-to-write", 1)
+    try:
+        with pytest.raises(ResponseError, match="NOREPLICAS Not enough good replicas to write."):
+            r.set("x", "after")
+        assert r.get("x") == b"before"
+        assert r.eval("return redis.call('get', 'x')", 1, "x") == b"before"
+        assert r.eval("#!lua flags=no-writes\nreturn redis.call('get', 'x')", 1, "x") == b"before"
+        with pytest.raises(ResponseError, match="NOREPLICAS"):
+            r.eval("#!lua\nreturn redis.call('get', 'x')", 1, "x")
+        with pytest.raises(ResponseError, match="NOREPLICAS"):
+            r.eval("return redis.call('set', 'x', 1)", 1, "x")
+    finally:
+        r.config_set("min-replicas-to-write", 0)
+    assert r.set("x", "after")
+
+
+def test_fcall_finds_a_function_whatever_its_case(r):
+    r.function_load("#!lua name=Lib\nredis.register_function('Foo', function() return 'hi' end)")
+    assert r.fcall("FOO", 0) == b"hi"
+    assert r.fcall("foo", 0) == b"hi"
+    with pytest.raises(ResponseError, match="Function FOO already exists"):
+        r.function_load("#!lua name=lib2\nredis.register_function('FOO', function() return 1 end)")
+    # Library names keep their case.
+    with pytest.raises(ResponseError, match="Library not found"):
+        r.function_delete("LIB")
+    assert r.function_delete("Lib")
+    info = r.info("memory")
+    assert info["number_of_functions"] == 0 and info["number_of_libraries"] == 0
+
+
 def busy_script(port, code, holder):
     c = redis.Redis(host="127.0.0.1", port=port, socket_timeout=20)
     try:
