@@ -219,7 +219,8 @@ struct CommandTable: Sendable {
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
         + observabilityCommands + bitCommands + listCommands + setCommands + hashCommands + sortedSetCommands
-        + dumpCommands + persistenceCommands + latencyCommands + memoryCommands)
+        + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
+        + scriptingCommands + geoCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

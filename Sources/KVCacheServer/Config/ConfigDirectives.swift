@@ -181,12 +181,22 @@ extension ServerConfig {
         .encodingLimit("set-max-intset-entries", \.setMaxIntsetEntries),
         .encodingLimit("zset-max-listpack-entries", aliases: ["zset-max-ziplist-entries"], \.zsetMaxListpackEntries),
         .encodingLimit("zset-max-listpack-value", aliases: ["zset-max-ziplist-value"], \.zsetMaxListpackValue, isSize: true),
-    ]
+    ] + scriptingDirectives
 
     /// Every name a directive answers to (aliases right after their
     /// directive), in the table's order: what CONFIG GET matches.
-    static let directiveNames: [(name: String, directive: ConfigDirective)] =
-        directives.flatMap { directive in directive.names.map { ($0, directive) } }
+    /// A directive whose name a later one takes again is dropped: the
+    /// later one gives the setting its meaning (scripting's
+    /// `min-replicas-to-write` over a setting merely accepted).
+    static let directiveNames: [(name: String, directive: ConfigDirective)] = {
+        var taken = Set<String>()
+        var kept: [ConfigDirective] = []
+        for directive in directives.reversed() where !directive.names.contains(where: taken.contains) {
+            taken.formUnion(directive.names)
+            kept.append(directive)
+        }
+        return kept.reversed().flatMap { directive in directive.names.map { ($0, directive) } }
+    }()
 
     /// The directives by each of their names.
     static let directivesByName: [String: ConfigDirective] = Dictionary(uniqueKeysWithValues: directiveNames.map { ($0.name, $0.directive) })

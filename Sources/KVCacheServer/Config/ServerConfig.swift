@@ -120,6 +120,8 @@ public struct ServerConfig: Sendable {
     public var configFile: String?
     /// Redis's thresholds between small and large collection encodings (OBJECT ENCODING).
     var encodingLimits = EncodingLimits()
+    /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
+    var scripting = ScriptingSettings()
 
     public init() {}
 

@@ -138,6 +138,14 @@ extension Server {
             reject(connection, .loading, stats: stats)
             return
         }
+        if busyScript != nil, let refusal = busyScriptRefusal(command, args) {
+            reject(connection, refusal, stats: stats)
+            return
+        }
+        if command.isWrite && config.scripting.minReplicasToWrite > 0 && !persistence.replaying {
+            reject(connection, .noReplicas, stats: stats)
+            return
+        }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args.copies)
             connection.replySimple("QUEUED")
