@@ -93,13 +93,13 @@ private func bitcount(_ ctx: CommandContext) throws {
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]: the classic
 /// dynamic-programming table, walked back as Redis does.
 private func lcs(_ ctx: CommandContext) throws {
-    let entryA = try ctx.keyspace.lookupRead(ctx.args.bytes(1))
-    let entryB = try ctx.keyspace.lookupRead(ctx.args.bytes(2))
-    if entryA.map({ $0.kind != .string }) == true || entryB.map({ $0.kind != .string }) == true {
+    let entryA = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true)
+    let entryB = try ctx.keyspace.lookupStored(ctx.args.bytes(2), read: true)
+    if entryA.map({ $0.row.kind != .string }) == true || entryB.map({ $0.row.kind != .string }) == true {
         throw ReplyError("ERR The specified keys must contain string values")
     }
-    let a = entryA?.value ?? []
-    let b = entryB?.value ?? []
+    let a = entryA?.row.value.bytes ?? []
+    let b = entryB?.row.value.bytes ?? []
     var getLen = false, getIdx = false, withMatchLen = false
     var minMatchLen: Int64 = 0
     var j = 3

@@ -51,7 +51,7 @@ private func debug(_ ctx: CommandContext) throws {
     case "digest-value":
         ctx.connection.replyArrayHeader(ctx.args.count - 2)
         for key in ctx.args.dropFirst(2) {
-            let digest = try ctx.keyspace.peek(key.bytes).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
+            let digest = try ctx.keyspace.peekStored(key.bytes).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
             ctx.connection.replyBulk(hex(digest))
         }
     case "digest":
@@ -59,9 +59,9 @@ private func debug(_ ctx: CommandContext) throws {
         // Each key's digest of key, value and expiry, xored: independent of key order.
         var total = [UInt8](repeating: 0, count: 20)
         for key in try ctx.keyspace.keys() {
-            guard let entry = try ctx.keyspace.peek(key) else { continue }
+            guard let entry = try ctx.keyspace.peekStored(key) else { continue }
             var material = sha1(key) + (try valueDigest(entry))
-            if let expiresAt = entry.expiresAt { material += Array(String(expiresAt).utf8) }
+            if let expiresAt = entry.row.expiresAt { material += Array(String(expiresAt).utf8) }
             for (i, byte) in sha1(material).enumerated() { total[i] ^= byte }
         }
         ctx.connection.replyBulk(hex(total))
@@ -110,30 +110,31 @@ private func debugProtocol(_ ctx: CommandContext) throws {
 /// DEBUG DIGEST-VALUE's digest of a value: SHA-1 of its kind and contents,
 /// with a set's members and a hash's fields in sorted order, so equal
 /// values digest alike whatever order they were built in.
-private func valueDigest(_ entry: SQLiteKVCache.Entry) throws -> [UInt8] {
-    var material: [UInt8] = [entry.kind.rawValue]
+private func valueDigest(_ entry: StoredEntry) throws -> [UInt8] {
+    var material: [UInt8] = [entry.row.kind.rawValue]
     func add(_ element: [UInt8]) {
         material += Array(String(element.count).utf8) + [0x3a] + element
     }
-    switch entry.kind {
-    case .string:
-        add(entry.value)
-    case .list:
-        for item in try ListValue(decoding: entry.value).items { add(item) }
-    case .set:
-        for member in try SetValue(decoding: entry.value).members.sorted(by: { $0.lexicographicallyPrecedes($1) }) { add(member) }
-    case .hash:
-        let hash = try HashValue(decoding: entry.value)
+    switch try collectionValue(of: entry) {
+    case nil:
+        add(entry.row.value.bytes)
+    case let list as ListValue:
+        for item in list.items { add(item) }
+    case let set as SetValue:
+        for member in set.allMembers.sorted(by: { $0.lexicographicallyPrecedes($1) }) { add(member) }
+    case let hash as HashValue:
         for i in hash.fields.indices.sorted(by: { hash.fields[$0].lexicographicallyPrecedes(hash.fields[$1]) }) {
             add(hash.fields[i])
             add(hash.values[i])
         }
-    case .zset:
-        let zset = try ZSetValue(decoding: entry.value)
-        for i in zset.members.indices {
-            add(zset.members[i])
-            add(formatDouble(zset.scores[i]))
+    case let zset as ZSetValue:
+        zset.forEach(fromRank: 0) { member, score in
+            add(member)
+            add(formatDouble(score))
+            return true
         }
+    default:
+        break
     }
     return sha1(material)
 }

@@ -12,7 +12,7 @@ let dumpCommands: [Command] = [
 ]
 
 private func dump(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1)) else {
+    guard let entry = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true) else {
         ctx.connection.replyNull()
         return
     }

@@ -62,7 +62,7 @@ private func touch(_ ctx: CommandContext) throws {
 }
 
 private func type(_ ctx: CommandContext) throws {
-    ctx.connection.replySimple(try ctx.keyspace.lookupRead(ctx.args.bytes(1))?.kind.typeName ?? "none")
+    ctx.connection.replySimple(try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true)?.row.kind.typeName ?? "none")
 }
 
 /// True when a glob pattern matches everything, so matching can be skipped.

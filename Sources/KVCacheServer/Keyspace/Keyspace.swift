@@ -68,10 +68,10 @@ struct Keyspace {
     /// The live entry for `key` as stored (a collection's value may be live),
     /// counted as a keyspace hit or miss when `read`.
     /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
-    func lookupStored(_ key: [UInt8], as kind: ValueKind, read: Bool) throws -> StoredEntry? {
+    func lookupStored(_ key: [UInt8], as kind: ValueKind? = nil, read: Bool) throws -> StoredEntry? {
         let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
         if read { countLookup(hit: entry != nil) }
-        if let entry, entry.row.kind != kind { throw ReplyError.wrongType }
+        if let kind, let entry, entry.row.kind != kind { throw ReplyError.wrongType }
         return entry
     }
 
@@ -116,6 +116,12 @@ struct Keyspace {
     /// (OBJECT, DEBUG, WATCH and EXEC's check of watched keys).
     func peek(_ key: [UInt8]) throws -> Entry? {
         try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
+    }
+
+    /// The live entry for `key` as stored (a collection's value may be
+    /// live), not counted and with no intent to write (OBJECT, DEBUG).
+    func peekStored(_ key: [UInt8]) throws -> StoredEntry? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
     }
 
     /// Whether `key` has a live entry, without reading its value.
@@ -198,6 +204,16 @@ struct Keyspace {
                                        expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
     }
 
+    /// Stores a whole entry whose value may be live, recording it as a
+    /// whole entry (a live value is encoded for the log).
+    func store(_ entry: StoredEntry) throws {
+        let engine = try engineForWrite(grows: true)
+        try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+        server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.row.kind,
+                                       storageDate: entry.row.storageDate, expiresAt: entry.row.expiresAt,
+                                       metadata: entry.row.metadata, value: entry.row.value.bytes))
+    }
+
     /// Removes `key`.
     /// - Returns: whether there was a live entry.
     @discardableResult
@@ -275,8 +291,8 @@ struct Keyspace {
 
     /// The expiry of `key`: a counted read, as Redis's TTL.
     func expiry(_ key: [UInt8]) throws -> Expiry {
-        guard let entry = try lookupRead(key) else { return .noKey }
-        return entry.expiresAt.map(Expiry.at) ?? .persistent
+        guard let entry = try lookupStored(key, read: true) else { return .noKey }
+        return entry.row.expiresAt.map(Expiry.at) ?? .persistent
     }
 
     /// Gives a live `key` the expiry `when`, or deletes it when `when` is not
@@ -293,34 +309,52 @@ struct Keyspace {
     enum RenameResult { case noSuchKey, sameKey, destinationExists, renamed }
 
     /// Renames `source` to `destination`, keeping its date, metadata, expiry
-    /// and kind; with `replace` false, only when `destination` has no live entry.
+    /// and kind; with `replace` false, only when `destination` has no live
+    /// entry. A live collection moves as it is (O(1)), and the command is
+    /// logged as itself; a string is logged as its effects.
     func rename(_ source: [UInt8], to destination: [UInt8], replace: Bool) throws -> RenameResult {
-        guard var entry = try lookupWrite(source) else { return .noSuchKey }
+        guard var entry = try lookupStored(source, read: false) else { return .noSuchKey }
         if source == destination { return .sameKey }
         if !replace, try exists(destination) { return .destinationExists }
         entry.key = destination
-        try store(entry)
-        try delete(source)
+        if case .live = entry.row.value {
+            try delete(source)
+            try storeStored(entry)
+            server.persistence.noteLiveChange()
+        } else {
+            try store(entry)
+            try delete(source)
+        }
         return .renamed
     }
 
     /// Copies `source` to `destination` in `target` (this cache or another),
     /// keeping its date, metadata, expiry and kind. The source lookup is a
-    /// counted read, as Redis's COPY.
+    /// counted read, as Redis's COPY. Within one cache a live collection is
+    /// copied as it is, and the command logged as itself; into another
+    /// cache the copy is logged as its value.
     /// - Returns: false when there is no source, or (without `replace`) the destination exists.
     func copy(_ source: [UInt8], to destination: [UInt8], in target: Keyspace, replace: Bool) throws -> Bool {
-        guard var entry = try lookupRead(source) else { return false }
+        guard var entry = try lookupStored(source, read: true) else { return false }
         if !replace, try target.exists(destination) { return false }
         entry.key = destination
+        if case .live(let value) = entry.row.value {
+            entry.row.value = .live(value.copy())
+            if target.cache === cache {
+                try storeStored(entry)
+                server.persistence.noteLiveChange()
+                return true
+            }
+        }
         try target.store(entry)
         return true
     }
 
     /// Moves `key` to `target` (another cache), keeping its date, metadata,
-    /// expiry and kind.
+    /// expiry and kind; logged as its value stored there and its delete here.
     /// - Returns: false when the key is absent here or present there.
     func move(_ key: [UInt8], to target: Keyspace) throws -> Bool {
-        guard let entry = try lookupWrite(key), try !target.exists(key) else { return false }
+        guard let entry = try lookupStored(key, read: false), try !target.exists(key) else { return false }
         try target.store(entry)
         try delete(key)
         return true
