@@ -174,7 +174,8 @@ struct CommandTable: Sendable {
 
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
-        + observabilityCommands + bitCommands + listCommands + setCommands + hashCommands + sortedSetCommands
+        + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
+        + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands)
 
     /// The table with `rename-command` applied: each command listed answers

@@ -137,9 +137,16 @@ private func object(_ ctx: CommandContext) throws {
         let integer = entry.row.kind == .string && entry.row.value.size <= 20 ? parseStrictInt64(entry.row.value.bytes) : nil
         ctx.connection.replyInteger(integer.map { $0 >= 0 && $0 < 10_000 } == true ? Int(Int32.max) : 1)
     case "idletime":
-        ctx.connection.replyInteger(0)
+        if ctx.server.config.maxMemoryPolicy.isLFU {
+            throw ReplyError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
+                + "switching between policies at runtime LRU and LFU data will take some time to adjust.")
+        }
+        ctx.connection.replyInteger((try ctx.keyspace.idleMilliseconds(entry.key) ?? 0) / 1000)
     default:
-        throw ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that "
-            + "when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+        guard ctx.server.config.maxMemoryPolicy.isLFU else {
+            throw ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that "
+                + "when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+        }
+        ctx.connection.replyInteger(Int(try ctx.keyspace.accessInfo(entry.key)?.frequency ?? 0))
     }
 }

@@ -43,6 +43,15 @@ let sortedSetCommands: [Command] = [
     Command(name: "zrevrangebylex", arity: -4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
             group: "sorted-set", summary: "Returns members within a lexicographical range, descending.",
             handler: { try zrange($0, type: .lex, reverse: true) }),
+    Command(name: "zpopmin", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "sorted-set", summary: "Removes and returns the members with the lowest scores.",
+            handler: { try zpopMinMax($0, max: false) }),
+    Command(name: "zpopmax", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "sorted-set", summary: "Removes and returns the members with the highest scores.",
+            handler: { try zpopMinMax($0, max: true) }),
+    Command(name: "zmpop", arity: -4, flags: ["write", "movablekeys"], firstKey: 0, lastKey: 0, step: 0,
+            group: "sorted-set", summary: "Removes and returns members from the first non-empty sorted set among several.",
+            handler: zmpop),
     Command(name: "zrangestore", arity: -5, flags: ["write", "denyoom"], firstKey: 1, lastKey: 2, step: 1,
             group: "sorted-set", summary: "Stores a range of members from a sorted set in a key.",
             handler: { try zrange($0, type: nil, reverse: nil, store: true) }),
@@ -489,5 +498,87 @@ func replyElements(_ ctx: CommandContext, _ elements: [(member: [UInt8], score: 
         if pairs { c.replyArrayHeader(2) }
         c.replyBulk(member)
         if withScores { c.replyDouble(score) }
+    }
+}
+
+// MARK: Pops
+
+/// How a pop replies, as Redis's genericZpopCommand: ZPOPMIN/ZPOPMAX a
+/// flat array (pairs in RESP3 when a count was given), BZPOPMIN/BZPOPMAX
+/// the key then a flat member and score, ZMPOP/BZMPOP [key, [[member, score] ...]].
+enum ZPopReply { case plain, withKey, nested }
+
+/// Pops up to `count` elements (-1: one, plain) from the first of `keys`
+/// that exists (its type checked), lowest or highest first, and replies.
+/// Logged as ZPOPMIN/ZPOPMAX key [count].
+/// - Returns: whether a sorted set was found (nothing is replied otherwise).
+func popFromFirstSortedSet(_ ctx: CommandContext, _ keys: [[UInt8]], max: Bool, count: Int, reply: ZPopReply) throws -> Bool {
+    for key in keys {
+        guard let (zset, old) = try ctx.keyspace.loadZSet(key) else { continue }
+        let n = Swift.min(count < 0 ? 1 : count, zset.count)
+        let popped = zset.removeRanks(max ? (zset.count - n)..<zset.count : 0..<n)
+        let ordered = max ? Array(popped.reversed()) : popped
+        var logged = [Array((max ? "ZPOPMAX" : "ZPOPMIN").utf8), key]
+        if count >= 0 { logged.append(Array(String(n).utf8)) }
+        ctx.server.persistence.logCommand(as: logged)
+        try ctx.keyspace.store(zset, at: key, replacing: old)
+        let c = ctx.connection
+        switch reply {
+        case .plain:
+            let pairs = c.protocolVersion >= 3 && count >= 0
+            c.replyArrayHeader(pairs ? ordered.count : ordered.count * 2)
+            for (member, score) in ordered {
+                if pairs { c.replyArrayHeader(2) }
+                c.replyBulk(member)
+                c.replyDouble(score)
+            }
+        case .withKey:
+            c.replyArrayHeader(ordered.count * 2 + 1)
+            c.replyBulk(key)
+            for (member, score) in ordered {
+                c.replyBulk(member)
+                c.replyDouble(score)
+            }
+        case .nested:
+            c.replyArrayHeader(2)
+            c.replyBulk(key)
+            c.replyArrayHeader(ordered.count)
+            for (member, score) in ordered {
+                c.replyArrayHeader(2)
+                c.replyBulk(member)
+                c.replyDouble(score)
+            }
+        }
+        return true
+    }
+    return false
+}
+
+/// ZPOPMIN/ZPOPMAX key [count]
+private func zpopMinMax(_ ctx: CommandContext, max: Bool) throws {
+    guard ctx.args.count <= 3 else { throw ReplyError.syntax }
+    var count = -1
+    if ctx.args.count == 3 {
+        guard let n = parseStrictInt64(ctx.args[2]) else { throw ReplyError.notInteger }
+        guard n >= 0 else { throw ReplyError("ERR value is out of range, must be positive") }
+        count = Int(n)
+    }
+    let key = ctx.args.bytes(1)
+    if count == 0 {
+        // Redis checks the key's type first, then answers an empty array.
+        _ = try ctx.keyspace.loadZSet(key)
+        ctx.connection.replyArrayHeader(0)
+        return
+    }
+    if try !popFromFirstSortedSet(ctx, [key], max: max, count: count, reply: .plain) {
+        ctx.connection.replyArrayHeader(0)
+    }
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+private func zmpop(_ ctx: CommandContext) throws {
+    let parsed = try MultiPopArguments(ctx, numkeysAt: 1, ends: ("min", "max"))
+    if try !popFromFirstSortedSet(ctx, parsed.keys, max: !parsed.firstEnd, count: Swift.max(parsed.count, 1), reply: .nested) {
+        ctx.connection.replyNullArray()
     }
 }

@@ -61,9 +61,9 @@ struct ConfigDirective: Sendable {
 
 extension ConfigDirective {
     /// An integer within `range`.
-    static func integer(_ name: String, _ field: any WritableKeyPath<ServerConfig, Int> & Sendable,
+    static func integer(_ name: String, aliases: [String] = [], _ field: any WritableKeyPath<ServerConfig, Int> & Sendable,
                         _ range: ClosedRange<Int>, live: Bool = false) -> ConfigDirective {
-        ConfigDirective(name: name, live: live, apply: { config, args, name in
+        ConfigDirective(name: name, aliases: aliases, live: live, apply: { config, args, name in
             config[keyPath: field] = try integerArgument(args, name, range: range)
         }, render: { "\($0[keyPath: field])" })
     }

@@ -44,7 +44,7 @@ extension Keyspace {
         }
         let now = Double(Server.nowMilliseconds()) / 1000
         if let old, case .live(let current) = old.row.value, current === value {
-            try changeLive(key, oldEncodedSize: value.sizeAtLoad, storageDate: now)
+            try changeLive(key, kind: kind, oldEncodedSize: value.sizeAtLoad, storageDate: now)
         } else {
             try storeStored(StoredEntry(key: key, row: Row(storageDate: now, expiresAt: old?.row.expiresAt, kind: kind,
                                                           metadata: old?.row.metadata ?? [], value: .live(value))))

@@ -68,8 +68,9 @@ struct Keyspace {
     /// The live entry for `key` as stored (a collection's value may be live),
     /// counted as a keyspace hit or miss when `read`.
     /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
-    func lookupStored(_ key: [UInt8], as kind: ValueKind? = nil, read: Bool) throws -> StoredEntry? {
-        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
+    /// - Parameter touch: count as a use (LRU/LFU); false for TYPE, TTL and the like.
+    func lookupStored(_ key: [UInt8], as kind: ValueKind? = nil, read: Bool, touch: Bool = true) throws -> StoredEntry? {
+        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key, touch: touch) }
         if read { countLookup(hit: entry != nil) }
         if let kind, let entry, entry.row.kind != kind { throw ReplyError.wrongType }
         return entry
@@ -90,11 +91,12 @@ struct Keyspace {
     }
 
     /// Records that `key`'s live value changed in place (its encoded size was `oldEncodedSize`).
-    func changeLive(_ key: [UInt8], oldEncodedSize: Int, storageDate: Double) throws {
+    func changeLive(_ key: [UInt8], kind: ValueKind, oldEncodedSize: Int, storageDate: Double) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in
             try engine.liveValueChanged(key, oldEncodedSize: oldEncodedSize, storageDate: storageDate)
         }
+        keyChanged(key, storedKind: kind)
     }
 
     /// Stores an entry whose value may be live (a new collection). Logged as
@@ -102,6 +104,7 @@ struct Keyspace {
     func storeStored(_ entry: StoredEntry) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+        keyChanged(entry.key, storedKind: entry.row.kind)
     }
 
     /// The live entry for `key` before a write to it, not counted.
@@ -121,7 +124,7 @@ struct Keyspace {
     /// The live entry for `key` as stored (a collection's value may be
     /// live), not counted and with no intent to write (OBJECT, DEBUG).
     func peekStored(_ key: [UInt8]) throws -> StoredEntry? {
-        try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
+        try run { engine throws(SQLiteKVCache.Error) in try engine.get(key, touch: false) }
     }
 
     /// Whether `key` has a live entry, without reading its value.
@@ -135,7 +138,9 @@ struct Keyspace {
     /// Marks `key` as just used (for an `lru` cache) when it is live.
     /// - Returns: whether it is live.
     func touch(_ key: [UInt8]) throws -> Bool {
-        try run { engine throws(SQLiteKVCache.Error) in try engine.touch(key) }
+        try run { engine throws(SQLiteKVCache.Error) in
+            try engine.policy == .lru ? engine.touch(key) : engine.get(key, touch: true) != nil
+        }
     }
 
     /// The number of entries (expired ones not yet removed included), as DBSIZE.
@@ -178,6 +183,15 @@ struct Keyspace {
 
     // MARK: The changes (every write ends in one of these)
 
+    /// Tells the server that `key` changed (Redis's signalModifiedKey and,
+    /// for a list or sorted set stored, signalKeyAsReady): clients watching
+    /// it will see EXEC fail; clients blocked on it are served once the
+    /// running command ends.
+    private func keyChanged(_ key: [UInt8], storedKind kind: ValueKind? = nil) {
+        if !server.watchers.isEmpty { server.touchWatchedKey(cache.name, key) }
+        if server.blockedCount > 0, kind == .list || kind == .zset { server.signalKeyAsReady(cache.name, key) }
+    }
+
     /// The engine of this cache, for a change.
     /// - Parameter grows: the change may take more room (a store by a
     ///   command Redis flags `denyoom`): refused while the cache's changes
@@ -199,6 +213,7 @@ struct Keyspace {
     func store(_ entry: Entry) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(StoredEntry(entry)) }
+        keyChanged(entry.key, storedKind: entry.kind)
         server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.kind,
                                        storageDate: entry.storageDate.timeIntervalSince1970,
                                        expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
@@ -209,6 +224,7 @@ struct Keyspace {
     func store(_ entry: StoredEntry) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+        keyChanged(entry.key, storedKind: entry.row.kind)
         server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.row.kind,
                                        storageDate: entry.row.storageDate, expiresAt: entry.row.expiresAt,
                                        metadata: entry.row.metadata, value: entry.row.value.bytes))
@@ -220,6 +236,7 @@ struct Keyspace {
     func delete(_ key: [UInt8]) throws -> Bool {
         let engine = try engineForWrite()
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.delete(key) }) else { return false }
+        keyChanged(key)
         server.persistence.record(.delete(cache: cache.name, key: key))
         return true
     }
@@ -230,13 +247,18 @@ struct Keyspace {
     func setExpiry(_ key: [UInt8], _ expiresAt: Int64?) throws -> Bool {
         let engine = try engineForWrite()
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.setExpiry(key, expiresAt) }) else { return false }
+        keyChanged(key)
         server.persistence.record(.expire(cache: cache.name, key: key, at: expiresAt))
         return true
     }
 
     /// Removes every key of this cache (FLUSHDB).
     func flush() throws {
-        try engineForWrite().clear()
+        let engine = try engineForWrite()
+        if !server.watchers.isEmpty {
+            server.touchWatchedKeys(in: cache.name) { key in (try? engine.contains(key)) ?? true }
+        }
+        engine.clear()
         server.persistence.record(.clear(cache: cache.name))
     }
 
@@ -245,7 +267,15 @@ struct Keyspace {
     func swap(with other: Keyspace) throws {
         let (x, y) = (try engineForWrite(), try other.engineForWrite())
         server.persistence.record(.swap(a: cache.name, b: other.cache.name, fileA: x.fileID, fileB: y.fileID))
+        if !server.watchers.isEmpty {
+            // A watched key changes when it is live in either cache.
+            let live = { (key: [UInt8]) in ((try? x.contains(key)) ?? true) || ((try? y.contains(key)) ?? true) }
+            server.touchWatchedKeys(in: cache.name, where: live)
+            server.touchWatchedKeys(in: other.cache.name, where: live)
+        }
         server.registry.swapEngines(cache, other.cache)
+        server.signalAllBlockedKeysAsReady(in: cache.name)
+        server.signalAllBlockedKeysAsReady(in: other.cache.name)
         server.persistence.noteExchangePending()
     }
 
@@ -254,6 +284,32 @@ struct Keyspace {
     /// - Returns: how many went; fewer than `limit` means none is left due.
     func removeExpired(limit: Int) throws -> Int {
         try run { engine throws(SQLiteKVCache.Error) in try engine.removeExpired(limit: limit) }
+    }
+
+    /// Evicts `key` for maxmemory (Redis's performEvictions): logged as a
+    /// delete, so a replay drops it too; watchers see it change.
+    /// - Returns: the content bytes freed (0 when it was not live).
+    func evictForMaxMemory(_ key: [UInt8]) throws -> Int {
+        let freed = try run { engine throws(SQLiteKVCache.Error) in try engine.evictKey(key) }
+        guard freed > 0 else { return 0 }
+        keyChanged(key)
+        server.persistence.record(.delete(cache: cache.name, key: key))
+        return freed
+    }
+
+    /// How `key` has been used (OBJECT IDLETIME/FREQ), without counting as a use.
+    func accessInfo(_ key: [UInt8]) throws -> AccessInfo? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.accessInfo(key) }
+    }
+
+    /// Milliseconds since `key` was last used, nil when it is absent.
+    func idleMilliseconds(_ key: [UInt8]) throws -> Int64? {
+        try accessInfo(key)?.idleMilliseconds
+    }
+
+    /// Sets how `key` was used (RESTORE … IDLETIME/FREQ).
+    func setAccess(_ key: [UInt8], idleSeconds: Int64?, frequency: UInt8?) throws {
+        _ = try run { engine throws(SQLiteKVCache.Error) in try engine.setAccess(key, idleSeconds: idleSeconds, frequency: frequency) }
     }
 
     /// Evicts up to `limit` entries toward the capacity (after a capacity
@@ -291,7 +347,7 @@ struct Keyspace {
 
     /// The expiry of `key`: a counted read, as Redis's TTL.
     func expiry(_ key: [UInt8]) throws -> Expiry {
-        guard let entry = try lookupStored(key, read: true) else { return .noKey }
+        guard let entry = try lookupStored(key, read: true, touch: false) else { return .noKey }
         return entry.row.expiresAt.map(Expiry.at) ?? .persistent
     }
 

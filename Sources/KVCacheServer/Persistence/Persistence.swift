@@ -209,6 +209,13 @@ final class Persistence {
         return transactionDepth > 0 ? nil : appendRecord()
     }
 
+    /// Appends what was recorded outside any command (the evictions for
+    /// maxmemory, before the command that needed room) as a record of its own.
+    @discardableResult
+    func appendPending() -> UInt64? {
+        transactionDepth > 0 || replaying ? nil : appendRecord()
+    }
+
     /// Appends the ops recorded so far as one record.
     private func appendRecord() -> UInt64? {
         guard recordOpCount > 0, let log else { return nil }

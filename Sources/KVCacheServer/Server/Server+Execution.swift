@@ -81,7 +81,8 @@ extension Server {
     func executeBuffered(_ connection: Connection) {
         connection.input.consume { buffer in
             var index = 0
-            while !connection.closeAfterReply && !connection.closed && connection.parked == nil {
+            while !connection.closeAfterReply && !connection.closed && connection.parked == nil && connection.blocked == nil
+                    && connection.postponed == nil {
                 let request: RequestParser.Request?
                 do {
                     request = try connection.parser.nextRequest(buffer, index: &index)
@@ -137,6 +138,25 @@ extension Server {
             reject(connection, .loading, command: command)
             return
         }
+        if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
+            let outOfMemory = !performEvictions()
+            if outOfMemory && refusedWhenOutOfMemory(command, connection) {
+                if command.name == "exec", connection.transaction != nil {
+                    // Redis's execCommandAbort: the transaction is dropped whole.
+                    connection.transaction = nil
+                    unwatchAll(connection)
+                    reject(connection, ReplyError("EXECABORT Transaction discarded because of: \(ReplyError.oom.text)"),
+                           command: command)
+                } else {
+                    reject(connection, .oom, command: command)
+                }
+                return
+            }
+        }
+        if !persistence.replaying && connection.fd >= 0 && isPaused(command, connection) {
+            postpone(connection, args)
+            return
+        }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args.copies)
             connection.replySimple("QUEUED")
@@ -158,6 +178,8 @@ extension Server {
         let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
+        commandDepth += 1
+        defer { commandDepth -= 1 }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {
@@ -181,6 +203,9 @@ extension Server {
         if let lsn = persistence.commandFinished(recording, cache: cacheAtStart, args: args) {
             connection.awaitingLSN = lsn
         }
+        // Clients blocked on keys this command readied are served once it
+        // has ended (after a whole EXEC), its record logged first.
+        if commandDepth == 1 && !readyKeys.isEmpty && !persistence.replaying { serveReadyKeys() }
     }
 
     /// Whether a command changes data, so it waits while the memtables are

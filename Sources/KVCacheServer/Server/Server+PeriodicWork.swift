@@ -52,6 +52,7 @@ extension Server {
 
     func cron(now: Int64) {
         resumeListenersIfDue(now: now)
+        if config.maxMemory > 0 { refreshClientBufferBytes() }
         opsSamples.append((now, stats.totalCommandsProcessed))
         if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {

@@ -2,12 +2,16 @@ import SQLiteKVCache
 
 /// A sorted set: members ordered by score, then by their bytes (a
 /// `ScoreTree`: O(log n) insert, remove, rank and range), and a dictionary
-/// from member to score (O(1) ZSCORE), as Redis's skiplist and dict. A
-/// live value (see `LiveValue`): changed in place, encoded only when the
-/// writer applies it, its encoded size kept as it changes.
+/// from member to score (O(1) ZSCORE), as Redis's skiplist and dict; the
+/// members also sit in an array in no order (a removal moves the last into
+/// the hole), for O(1) random picks and a ZSCAN cursor that survives
+/// changes. A live value (see `LiveValue`): changed in place, encoded only
+/// when the writer applies it, its encoded size kept as it changes.
 final class ZSetValue: LiveValue {
     private(set) var tree = ScoreTree()
-    private var scoreOf: [[UInt8]: Double] = [:]
+    private var entries: [[UInt8]: (score: Double, slot: Int)] = [:]
+    /// Every member, in no order.
+    private(set) var slots: [[UInt8]] = []
     /// Whether Redis would hold it as a skiplist rather than a listpack.
     var large = false
     /// The bytes of the elements' encoding (without the header).
@@ -24,11 +28,13 @@ final class ZSetValue: LiveValue {
         self.large = large
         var elements: [(member: [UInt8], score: Double)] = []
         elements.reserveCapacity(count)
-        scoreOf.reserveCapacity(count)
+        entries.reserveCapacity(count)
+        slots.reserveCapacity(count)
         for _ in 0..<count {
             let member = try reader.element()
             let score = try reader.double()
-            guard !score.isNaN, scoreOf.updateValue(score, forKey: member) == nil else { throw .corruptValue }
+            guard !score.isNaN, entries.updateValue((score, slots.count), forKey: member) == nil else { throw .corruptValue }
+            slots.append(member)
             if let last = elements.last, !ScoreTree.precedes(last.score, last.member, score, member) {
                 throw .corruptValue
             }
@@ -41,7 +47,8 @@ final class ZSetValue: LiveValue {
 
     private init(copying other: ZSetValue) {
         tree = other.tree
-        scoreOf = other.scoreOf
+        entries = other.entries
+        slots = other.slots
         large = other.large
         bodySize = other.bodySize
     }
@@ -64,10 +71,10 @@ final class ZSetValue: LiveValue {
         CollectionCodec.varintSize(member.count) + member.count + 8
     }
 
-    var count: Int { scoreOf.count }
-    var isEmpty: Bool { scoreOf.isEmpty }
+    var count: Int { slots.count }
+    var isEmpty: Bool { slots.isEmpty }
 
-    func score(_ member: [UInt8]) -> Double? { scoreOf[member] }
+    func score(_ member: [UInt8]) -> Double? { entries[member]?.score }
 
     /// Redis's order: by score, then by member bytes (memcmp, shorter first on a tie).
     static func precedes(_ s1: Double, _ m1: [UInt8], _ s2: Double, _ m2: [UInt8]) -> Bool {
@@ -76,29 +83,41 @@ final class ZSetValue: LiveValue {
 
     /// The rank of `member`, from the lowest score.
     func rank(_ member: [UInt8]) -> Int? {
-        guard let score = scoreOf[member] else { return nil }
+        guard let score = entries[member]?.score else { return nil }
         return tree.rank(member, score: score)
     }
 
     /// Inserts `member` at `score`, or moves it there. The caller checks the encoding (`noteInsert`).
     func set(_ member: [UInt8], score: Double) {
-        if let old = scoreOf[member] {
-            if old == score { return }
-            tree.remove(member, score: old)
+        if let old = entries[member] {
+            if old.score == score { return }
+            tree.remove(member, score: old.score)
+            entries[member] = (score, old.slot)
         } else {
             bodySize += Self.cost(member)
+            entries[member] = (score, slots.count)
+            slots.append(member)
         }
-        scoreOf[member] = score
         tree.insert(member, score: score)
     }
 
     /// - Returns: whether it was there.
     @discardableResult
     func remove(_ member: [UInt8]) -> Bool {
-        guard let old = scoreOf.removeValue(forKey: member) else { return false }
-        tree.remove(member, score: old)
-        bodySize -= Self.cost(member)
+        guard let old = entries.removeValue(forKey: member) else { return false }
+        tree.remove(member, score: old.score)
+        forget(member, slot: old.slot)
         return true
+    }
+
+    /// Takes `member` (already out of `entries`) out of the slots and the size.
+    private func forget(_ member: [UInt8], slot: Int) {
+        let last = slots.removeLast()
+        if slot < slots.count {
+            slots[slot] = last
+            entries[last]?.slot = slot
+        }
+        bodySize -= Self.cost(member)
     }
 
     /// Removes the elements at ranks `range` (ascending), returning them.
@@ -106,8 +125,8 @@ final class ZSetValue: LiveValue {
     func removeRanks(_ range: Range<Int>) -> [(member: [UInt8], score: Double)] {
         let removed = tree.removeRanks(range)
         for (member, _) in removed {
-            scoreOf[member] = nil
-            bodySize -= Self.cost(member)
+            guard let old = entries.removeValue(forKey: member) else { continue }
+            forget(member, slot: old.slot)
         }
         return removed
     }
@@ -135,8 +154,11 @@ final class ZSetValue: LiveValue {
     /// Every element, in order.
     var allElements: [(member: [UInt8], score: Double)] { elements(0..<count) }
 
-    /// Every member and score, in no particular order (a dictionary walk: for unions and the like).
-    var unordered: Dictionary<[UInt8], Double> { scoreOf }
+    /// The member in slot `index` (0..<count, in no particular order) and its score.
+    func slot(_ index: Int) -> (member: [UInt8], score: Double) {
+        let member = slots[index]
+        return (member, entries[member]!.score)
+    }
 
     /// How many elements have a score below `score` (or equal to it, when `orEqual`).
     func countBelow(_ score: Double, orEqual: Bool) -> Int { tree.countBelow(score, orEqual: orEqual) }
@@ -156,7 +178,7 @@ final class ZSetValue: LiveValue {
 
     /// Sets the encoding from the contents, as loading one from a DUMP does.
     func settleEncoding(limits: EncodingLimits) {
-        large = count > limits.zsetMaxListpackEntries || scoreOf.keys.contains { $0.count > limits.zsetMaxListpackValue }
+        large = count > limits.zsetMaxListpackEntries || slots.contains { $0.count > limits.zsetMaxListpackValue }
     }
 
     var encodingName: String { large ? "skiplist" : "listpack" }

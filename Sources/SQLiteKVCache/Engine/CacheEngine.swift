@@ -45,6 +45,8 @@ public final class CacheEngine {
 
     var eviction = EvictionWalk()
     var expiry = ExpiryWalk()
+    /// How accesses stamp keys (shared by the owner's engines).
+    let access: AccessTracking
 
     /// Opens the cache file `<directory>/<handle>.sqlite`.
     /// - Throws: `SQLiteKVCache.Error`, or `CacheFile.OpenError.corrupt`.
@@ -54,6 +56,7 @@ public final class CacheEngine {
         table = configuration.sharedMemoryBudget.map { KeyTable(sharing: $0) }
             ?? KeyTable(budget: configuration.memoryTierBytes)
         clock = configuration.clock
+        access = configuration.accessTracking ?? AccessTracking()
         totals = file.stored.totals
         appliedLSN = file.stored.appliedLSN
         capacity = max(0, configuration.diskCapacity)
@@ -144,7 +147,9 @@ public final class CacheEngine {
     /// The live entry for `key`, or nil when absent or expired. An expired
     /// entry found here is removed (lazy expiry, as Redis). Under LRU, the
     /// read makes the entry the most recent.
-    public func get(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
+    /// - Parameter touch: stamp the access (Redis's LRU clock and LFU
+    ///   counter); false for reads that must not (TYPE, TTL, OBJECT).
+    public func get(_ key: [UInt8], touch: Bool = true) throws(SQLiteKVCache.Error) -> StoredEntry? {
         let digest = hasher.digest(key)
         let (found, slot) = try current(digest, key: key, counted: true)
         guard var row = found else { return nil }
@@ -152,6 +157,7 @@ public final class CacheEngine {
             expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt)
             return nil
         }
+        if touch, let slot { access.touch(slot, now: nowMilliseconds()) }
         if policy == .lru {
             row.seq = totals.takeSeq()
             if let slot {
@@ -209,6 +215,7 @@ public final class CacheEngine {
         row.seq = totals.takeSeq()
         totals.apply(size: size, expiresAt: row.expiresAt, sign: 1)
         let slot = table.write(digest, key: entry.key, row: row)
+        access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
         noteUnapplied(slot)
         onEvent?(.stored(key: entry.key))
         _ = try evictToCapacity(limit: .max)
@@ -375,6 +382,7 @@ public final class CacheEngine {
         row.storageDate = storageDate
         slot.row = row
         table.noteChange(slot, .row)
+        access.stampWrite(slot, new: false, now: nowMilliseconds())
         noteUnapplied(slot)
         onEvent?(.stored(key: key))
         _ = try evictToCapacity(limit: .max)
