@@ -414,6 +414,77 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Sanitizer reports go to files of their own (<directory>/sanitizer.<pid>),
+# so a check finds them however the server's output is redirected.
+SANITIZER_OPTIONS = ("ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS")
+
+
+def sanitizer_env(directory: str, env: dict | None = None) -> dict:
+    """`env` (default: this process's) with each sanitizer's log_path set
+    to <directory>/sanitizer; harmless for a binary built without one."""
+    env = dict(os.environ if env is None else env)
+    for name in SANITIZER_OPTIONS:
+        options = env.get(name, "")
+        env[name] = (options + ":" if options else "") + f"log_path={directory}/sanitizer"
+    return env
+
+
+def sanitizer_reports(directory: str) -> list[str]:
+    """The text of every sanitizer report written under `directory`."""
+    reports = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return reports
+    for name in names:
+        if name.startswith("sanitizer."):
+            text = Path(directory, name).read_text(errors="replace")
+            if text.strip():
+                reports.append(f"{name}:\n{text}")
+    return reports
+
+
+def spawn(argv: list[str], log_path: str, env: dict | None = None, new_session: bool = False) -> subprocess.Popen:
+    """Starts a server with stdout and stderr appended to `log_path`."""
+    with open(log_path, "ab") as logf:
+        return subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=new_session)
+
+
+def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 20.0, host: str = HOST) -> None:
+    """Returns once `port` accepts a connection. Raises RuntimeError if the
+    process exits first or the port stays closed for `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"server did not listen on {port} within {timeout}s")
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0, host: str = HOST) -> None:
+    """wait_listening, then waits while PING answers -LOADING (the server
+    replays its append-only log after a crash). Raises RuntimeError."""
+    deadline = time.monotonic() + timeout
+    wait_listening(port, proc, timeout, host)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=2) as s:
+                s.sendall(b"PING\r\n")
+                if not s.recv(200).startswith(b"-LOADING"):
+                    return
+        except OSError:
+            return  # refused for another reason: not loading
+        time.sleep(0.02)
+    raise RuntimeError(f"server still loading after {timeout}s")
+
+
 _servers: list["Server"] = []
 _tempdirs: list[str] = []
 
@@ -468,16 +539,12 @@ class Server:
     def spawn(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self.argv = self.argv_for(self.port, self.dir)
-        logf = open(self.log_path, "ab")
         self.spawned_at = time.monotonic()
         try:
             argv = pinned(self.argv, SERVER_CPU) if self.pin else self.argv
-            self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = spawn(argv, self.log_path, new_session=True)
         except OSError as error:
             raise ServerFailed(f"{self.argv[0]}: {error}")
-        finally:
-            logf.close()
         _servers.append(self)
 
     def start(self, timeout: float = 30, attempts: int = 3) -> None:
@@ -649,17 +716,28 @@ def wait_idle(servers: list[Server], timeout: float = 120, poll: float = 0.1) ->
 
 
 # --------------------------------------------------------------------------
-# A small RESP2 client.
+# The one RESP client of the repository: benchmarks, tools/ and the test
+# suite (Tests/python/conftest.py) all read replies with it.
 
 class RespError(Exception):
-    pass
+    """An error reply (raised, or returned with errors="return")."""
+
+
+class ProtocolViolation(RespError, ValueError):
+    """Bytes that are not a RESP reply."""
 
 
 class Client:
-    def __init__(self, port: int, timeout: float = 30, host: str = HOST):
+    """One connection. Error replies are raised as RespError
+    (errors="raise", the default), returned as RespError instances
+    (errors="return"), or turned into whatever a callable makes of the text
+    (the test suite compares them as ("error", text) tuples)."""
+
+    def __init__(self, port: int, timeout: float = 30, host: str = HOST, errors="raise"):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
+        self.errors = errors
 
     def __enter__(self):
         return self
@@ -675,13 +753,28 @@ class Client:
 
     encode = staticmethod(encode)
 
+    @property
+    def buf(self) -> bytearray:
+        """Bytes received and not yet read as replies."""
+        return self._buf
+
+    @buf.setter
+    def buf(self, data) -> None:
+        self._buf = bytearray(data)
+
+    def send(self, data) -> None:
+        if isinstance(data, str):
+            data = data.encode()
+        self.sock.sendall(data)
+
     def _fill(self) -> None:
         chunk = self.sock.recv(1 << 20)
         if not chunk:
             raise ConnectionError("server closed the connection")
         self.buf += chunk
 
-    def _line(self) -> bytes:
+    def read_line(self) -> bytes:
+        """The next line, without its CR LF."""
         while True:
             i = self.buf.find(b"\r\n")
             if i >= 0:
@@ -690,15 +783,25 @@ class Client:
                 return line
             self._fill()
 
-    def read_reply(self, raise_errors: bool = True):
-        line = self._line()
+    _line = read_line
+
+    def _error(self, text: str, raise_errors):
+        mode = self.errors if raise_errors is None else ("raise" if raise_errors else "return")
+        if mode == "raise":
+            raise RespError(text)
+        if mode == "return":
+            return RespError(text)
+        return mode(text)
+
+    def read_reply(self, raise_errors: bool | None = None):
+        """One RESP2 reply (and RESP3's null): str for a status, int, bytes
+        or None for a bulk, a list; an error as the connection's `errors` says."""
+        line = self.read_line()
         kind, rest = line[:1], line[1:]
         if kind == b"+":
             return rest.decode()
         if kind == b"-":
-            if raise_errors:
-                raise RespError(rest.decode(errors="replace"))
-            return RespError(rest.decode(errors="replace"))
+            return self._error(rest.decode(errors="replace"), raise_errors)
         if kind == b":":
             return int(rest)
         if kind == b"$":
@@ -713,11 +816,29 @@ class Client:
         if kind == b"*":
             n = int(rest)
             return None if n < 0 else [self.read_reply(raise_errors) for _ in range(n)]
-        raise RespError(f"unexpected reply line {line[:60]!r}")
+        if kind == b"_":
+            return None
+        raise ProtocolViolation(f"unexpected reply line {line[:80]!r}")
 
-    def command(self, *args, raise_errors: bool = True):
+    reply = read_reply
+
+    def command(self, *args, raise_errors: bool | None = None):
         self.sock.sendall(self.encode(*args))
         return self.read_reply(raise_errors)
+
+    def is_closed(self, timeout: float = 5) -> bool:
+        """True when the server closes the connection (EOF) within `timeout`."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return True
+                self.buf += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
 
     def expect_ok(self, count: int) -> None:
         """Reads `count` replies that must all be +OK (fast path for pipelined SETs)."""

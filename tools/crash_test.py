@@ -22,10 +22,25 @@ same directory and every key ever written is read back:
   write lost while a later command of the same connection was kept;
 * DBSIZE of each cache must equal the number of keys expected present.
 
-`--durability everysec` acknowledges before committing: an acknowledged
-write may then be missing, but only if it was acknowledged within
---loss-window seconds (default 1.5) of the kill; the widest loss actually
-observed is reported. `--sigterm` stops the server with SIGTERM during the
+Beside those writers, workloads of their own (tools/crash_workloads.py,
+`--workloads`, all by default) run eviction (a cache with a capacity),
+expiry (deadlines under 1.5 s, so the sweep runs), MOVE, COPY ... DB,
+SWAPDB and collections, each with the checks that fit it, and FLUSHALL:
+in about one cycle in four every writer pauses, FLUSHALL is sent and the
+kill follows at once, within 5 ms or after 50-300 ms; after the restart
+every cache must be emptied or none (all of them if it was acknowledged),
+and each writer goes on from what it emptied. The summary's
+`checks` line names each check and whether it held, and each violation is
+printed under its check's name. A connection lost before the kill, or a
+reply that is not RESP, is a failure (never "the server was killed").
+
+`--mode` picks the server's persistence: `everysec` (appendonly yes,
+appendfsync everysec: the default) and `always` lose nothing acknowledged
+to a kill of the process; `no-aof` (appendonly no) acknowledges before
+SQLite holds a write: an acknowledged write may then be missing, but only
+if it was acknowledged within --loss-window seconds (default 1.5) of the
+kill; the widest loss actually observed is reported. The old
+`--durability commit|everysec` means `--mode everysec|no-aof`. `--sigterm` stops the server with SIGTERM during the
 load instead: it must exit 0 with a clean-shutdown log line, lose nothing
 (whatever the durability mode) and leave each WAL checkpointed (the -wal
 file empty or absent).
@@ -43,7 +58,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -59,110 +73,50 @@ except ImportError:  # redis-py styles are then skipped
     redis = None
 
 from toollib import HOST, default_binary, encode, free_port, log_warnings
+import benchlib as bench  # noqa: E402  (toollib puts bench/ on the path)
+import crash_workloads  # noqa: E402
+
+RespError = bench.RespError
 
 
 # ---------------------------------------------------------------------------
-# A minimal RESP client that tells exactly which replies arrived.
+# The connection (benchlib's RESP client) and the server.
 
-class RespError(Exception):
-    pass
+class Resp(bench.Client):
+    """A connection that returns error replies (reply()) as RespError
+    instances, and raises them from command()."""
 
-
-class Resp:
     def __init__(self, port: int, timeout: float = 10.0):
-        self.sock = socket.create_connection((HOST, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-        self.pos = 0
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def send(self, data: bytes):
-        self.sock.sendall(data)
-
-    def _fill(self):
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionError("server closed the connection")
-        self.buf = self.buf[self.pos:] + chunk
-        self.pos = 0
-
-    def _line(self) -> bytes:
-        while True:
-            end = self.buf.find(b"\r\n", self.pos)
-            if end >= 0:
-                line = self.buf[self.pos:end]
-                self.pos = end + 2
-                return line
-            self._fill()
-
-    def reply(self):
-        """One reply; an error reply is returned as a RespError instance."""
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            return RespError(rest.decode(errors="replace"))
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) - self.pos < n + 2:
-                self._fill()
-            data = self.buf[self.pos:self.pos + n]
-            self.pos += n + 2
-            return data
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.reply() for _ in range(n)]
-        if kind == b"_":
-            return None
-        raise ValueError(f"unexpected reply line {line[:80]!r}")
+        super().__init__(port, timeout=timeout, errors="return")
 
     def command(self, *args):
-        self.send(encode(*args))
-        r = self.reply()
+        r = super().command(*args)
         if isinstance(r, RespError):
             raise r
         return r
 
 
-# ---------------------------------------------------------------------------
-# The server.
+# The server options of each persistence mode.
+MODE_ARGS = {"everysec": [], "always": ["--appendfsync", "always"], "no-aof": ["--appendonly", "no"]}
+
 
 class ServerProcess:
-    def __init__(self, binary: str, data_dir: str, log_path: str, port: int, durability: str):
+    def __init__(self, binary: str, data_dir: str, log_path: str, port: int, durability: str,
+                 extra: list[str] | None = None):
         self.binary, self.data_dir, self.log_path = binary, data_dir, log_path
         self.port, self.durability = port, durability
+        self.extra = list(extra or [])
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0):
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", HOST, "--dir", self.data_dir,
-                 "--durability", self.durability],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode} at start (log: {self.log_path})")
-            try:
-                # Listening, and done replaying its log (-LOADING until then).
-                with socket.create_connection((HOST, self.port), timeout=2) as s:
-                    s.sendall(b"PING\r\n")
-                    if not s.recv(100).startswith(b"-LOADING"):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.01)
-        raise RuntimeError(f"server did not listen (or finish loading) within {timeout}s")
+        argv = [self.binary, "--port", str(self.port), "--bind", HOST, "--dir", self.data_dir,
+                *MODE_ARGS[self.durability], *self.extra]
+        self.proc = bench.spawn(argv, self.log_path, env=bench.sanitizer_env(os.path.dirname(self.log_path)))
+        try:
+            # Listening, and done replaying its log (-LOADING until then).
+            bench.wait_ready(self.port, self.proc, timeout)
+        except RuntimeError as error:
+            raise RuntimeError(f"{error} (log: {self.log_path})")
 
     @property
     def pid(self) -> int:
@@ -221,6 +175,7 @@ class Writer:
         self.latest_applied = 0
         self.earliest_lost = None
         self.errors: list[str] = []
+        self.pause: crash_workloads.Pause | None = None
 
     def key(self, n: int) -> bytes:
         return b"crash:w%d:k%d" % (self.wid, n)
@@ -275,19 +230,26 @@ class Writer:
 
     # --- the thread body ------------------------------------------------
 
-    def run(self, port: int, stop: threading.Event):
+    def run(self, port: int, stop: threading.Event, killed: threading.Event):
         try:
             if self.style.startswith("raw"):
                 self._run_raw(port, stop)
             else:
                 self._run_redispy(port, stop)
-        except (OSError, ConnectionError, ValueError):
-            pass  # the server was killed: whatever was not acknowledged stays in flight
+        except ValueError as error:  # bytes that are not a RESP reply: never the kill's doing
+            self.errors.append(f"writer {self.wid}: malformed reply: {error}")
+        except (OSError, ConnectionError) as error:
+            # The server was killed: what was not acknowledged stays in flight.
+            # Before the kill, a lost connection is a failure of its own.
+            if not killed.is_set():
+                self.errors.append(f"writer {self.wid}: connection lost before the kill: {error!r}")
         except Exception as error:  # redis-py's own exceptions
             if redis is None or not isinstance(error, redis.exceptions.RedisError):
                 self.errors.append(f"writer {self.wid} crashed: {error!r}")
             elif not isinstance(error, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
                 self.errors.append(f"writer {self.wid}: {error!r}")
+            elif not killed.is_set():
+                self.errors.append(f"writer {self.wid}: connection lost before the kill: {error!r}")
 
     def _run_raw(self, port, stop):
         conn = Resp(port)
@@ -296,6 +258,8 @@ class Writer:
             if sel != "OK":
                 raise ConnectionError(f"SELECT {self.cache}: {sel}")
             while not stop.is_set():
+                if self.pause:
+                    self.pause.point(stop)
                 depth = self.rng.choice((1, 2, 5, 16, 64, 200)) if self.style == "raw-pipeline" else 1
                 batch = [self.next_command() for _ in range(depth)]
                 for args, ops in batch:
@@ -314,6 +278,8 @@ class Writer:
         try:
             client.ping()
             while not stop.is_set():
+                if self.pause:
+                    self.pause.point(stop)
                 if self.style == "redispy-single":
                     args, ops = self.next_command()
                     self.record(ops)
@@ -338,7 +304,7 @@ class Writer:
 # ---------------------------------------------------------------------------
 # Checks.
 
-def check_files(data_dir: str, scratch: str) -> tuple[int, list[str]]:
+def check_files(data_dir: str, scratch: str, capacities: dict[str, int] | None = None) -> tuple[int, list[str]]:
     """integrity_check and stats consistency of every cache file, on a copy
     (file + WAL) so the server's own recovery is left to the restart."""
     problems = []
@@ -359,10 +325,19 @@ def check_files(data_dir: str, scratch: str) -> tuple[int, list[str]]:
                 rows = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
                 if rows != ["ok"]:
                     problems.append(f"{name}: integrity_check: {'; '.join(map(str, rows[:5]))}")
-                stats = db.execute("SELECT entries, bytes FROM stats WHERE id = 1").fetchone()
-                actual = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM entries").fetchone()
-                if stats is None or tuple(stats) != tuple(actual):
-                    problems.append(f"{name}: stats row {stats} but rows say (entries, bytes) = {actual}")
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                # No table at all: killed between creating the file and committing
+                # its schema; nothing can have been acknowledged in it, and the
+                # restart makes it anew. Tables without the stats row are damage.
+                if tables:
+                    stats = db.execute("SELECT entries, bytes FROM stats WHERE id = 1").fetchone()
+                    actual = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM entries").fetchone()
+                    if stats is None or tuple(stats) != tuple(actual):
+                        problems.append(f"{name}: stats row {stats} but rows say (entries, bytes) = {actual}")
+                    capacity = (capacities or {}).get(name[:-len(".sqlite")])
+                    if capacity is not None and actual[1] > capacity:
+                        problems.append(f"[evict] {name}: {actual[1]} content bytes in the file, over the "
+                                        f"capacity of {capacity}")
             finally:
                 db.close()
         except sqlite3.DatabaseError as error:
@@ -384,6 +359,15 @@ class Verdict:
         self.inflight = 0        # writes in flight at the stop
         self.inflight_applied = 0
         self.violations: list[str] = []
+        self.by_check: dict[str, int] = {}  # check name -> violations
+        self.stop_time = 0.0        # this cycle's kill (monotonic), for the workloads
+        self.allowed_window = None  # everysec's loss window, for the workloads
+
+    def fail(self, check: str, message: str):
+        """Records a violation of the named check (a workload's name, "writes"
+        for the plain writers)."""
+        self.violations.append(f"[{check}] {message}")
+        self.by_check[check] = self.by_check.get(check, 0) + 1
 
 
 def verify(port: int, writers: list[Writer], stop_time: float, allowed_window: float | None, v: Verdict,
@@ -405,12 +389,12 @@ def verify(port: int, writers: list[Writer], stop_time: float, allowed_window: f
                     for k in chunk:
                         value, pttl = conn.reply(), conn.reply()
                         if isinstance(value, RespError) or isinstance(pttl, RespError):
-                            v.violations.append(f"cycle {cycle}: {cache} {k!r}: error {value} / {pttl}")
+                            v.fail("writes", f"cycle {cycle}: {cache} {k!r}: error {value} / {pttl}")
                             continue
                         observed = (value, pttl > 0)
                         if value is None and pttl != -2 or value is not None and pttl == -2 \
                                 or value is not None and not (pttl == -1 or pttl > 0):
-                            v.violations.append(f"cycle {cycle}: {cache} {k!r}: GET/PTTL disagree ({pttl})")
+                            v.fail("writes", f"cycle {cycle}: {cache} {k!r}: GET/PTTL disagree ({pttl})")
                         v.keys_checked += 1
                         resolve(w, k, observed, stop_time, allowed_window, v, cycle, cache)
                         if w.base[k][0] is not None:
@@ -420,13 +404,48 @@ def verify(port: int, writers: list[Writer], stop_time: float, allowed_window: f
             # lost must be the tail of what the connection sent.
             for w in ws:
                 if w.earliest_lost is not None and w.latest_applied > w.earliest_lost:
-                    v.violations.append(
+                    v.fail("writes", 
                         f"cycle {cycle}: writer {w.wid} ({cache}): its command #{w.earliest_lost} (acknowledged) "
                         f"is lost but its later command #{w.latest_applied} was kept: a hole, not a lost tail")
                 w.latest_applied, w.earliest_lost = 0, None
             size = conn.command("DBSIZE")
             if size != expected_present:
-                v.violations.append(f"cycle {cycle}: {cache}: DBSIZE {size} but {expected_present} keys expected")
+                v.fail("writes", f"cycle {cycle}: {cache}: DBSIZE {size} but {expected_present} keys expected")
+    finally:
+        conn.close()
+
+
+def start_flushall(port: int, caches: list[str]):
+    """With every writer paused: the keys each cache holds, then FLUSHALL
+    sent; its reply (and when it came) lands in the returned box."""
+    conn = bench.Client(port, timeout=30, errors="return")
+    sizes = crash_workloads.dbsizes(conn, caches)
+    box: dict = {}
+
+    def read_reply():
+        try:
+            box["reply"] = conn.read_reply()
+            box["at"] = time.monotonic()
+        except (OSError, ConnectionError, ValueError) as error:
+            box["error"] = error
+        finally:
+            conn.close()
+
+    conn.send(encode("FLUSHALL"))
+    box["thread"] = threading.Thread(target=read_reply, daemon=True)
+    box["thread"].start()
+    return sizes, box
+
+
+def verify_workloads(port: int, workloads, v: Verdict, cycle: int):
+    """Each workload reads back its own keys and checks them (tools/crash_workloads.py)."""
+    if not workloads:
+        return
+    conn = bench.Client(port, timeout=30, errors="return")
+    try:
+        for w in workloads:
+            w.verify(conn, v, cycle)
+            v.keys_checked += len(w.base)
     finally:
         conn.close()
 
@@ -445,7 +464,7 @@ def resolve(w: Writer, k: bytes, observed: tuple, stop_time: float, allowed_wind
     if match is None:
         last_acked = next((op for op in reversed(ops) if op.acked_at is not None), None)
         want = (last_acked.value, last_acked.ttl) if last_acked else base
-        v.violations.append(
+        v.fail("writes", 
             f"cycle {cycle}: {cache} {k!r}: found {describe(observed)}, which no write produced "
             f"(last acknowledged: {describe(want)})")
         w.base[k] = observed
@@ -466,7 +485,7 @@ def resolve(w: Writer, k: bytes, observed: tuple, stop_time: float, allowed_wind
         if allowed_window is not None and age <= allowed_window:
             v.lost_allowed += 1
         else:
-            v.violations.append(
+            v.fail("writes", 
                 f"cycle {cycle}: {cache} {k!r}: acknowledged {op.kind} ({describe((op.value, op.ttl))}), "
                 f"acknowledged {age:.3f}s before the stop, is lost: found {describe(observed)}")
     w.base[k] = observed
@@ -501,8 +520,10 @@ def parse_args(argv=None):
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--binary", default=default_binary(), help="kvcache-server binary")
     p.add_argument("--cycles", type=int, default=20, help="kill/restart cycles")
-    p.add_argument("--durability", choices=("commit", "everysec"), default="commit",
-                   help="the server's durability mode")
+    p.add_argument("--mode", choices=tuple(MODE_ARGS), default=None,
+                   help="the server's persistence mode (default everysec)")
+    p.add_argument("--durability", choices=("commit", "everysec"), default=None,
+                   help="the old name: commit = --mode everysec, everysec = --mode no-aof")
     p.add_argument("--sigterm", action="store_true",
                    help="stop with SIGTERM instead of SIGKILL: exit 0, nothing lost, WAL checkpointed")
     p.add_argument("--loss-window", type=float, default=1.5,
@@ -513,6 +534,10 @@ def parse_args(argv=None):
     p.add_argument("--max-run", type=float, default=3.0, help="longest load before a kill (s)")
     p.add_argument("--early-kills", type=float, default=0.1,
                    help="share of cycles whose kill lands within 50 ms of the restart")
+    p.add_argument("--workloads", default="all",
+                   help="comma-separated: writes (SET, SET EX, DEL, MSET over several caches and connection "
+                        f"styles), {', '.join(crash_workloads.WORKLOADS)}; or all (tools/crash_workloads.py)")
+    p.add_argument("--workload-keys", type=int, default=200, help="keys per workload beyond writes")
     p.add_argument("--seed", type=int, default=None, help="random seed (printed; reuse to replay)")
     p.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed on success)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -521,6 +546,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    args.mode = args.mode or {"commit": "everysec", "everysec": "no-aof", None: "everysec"}[args.durability]
     if not os.path.isfile(args.binary) or not os.access(args.binary, os.X_OK):
         print(f"crash_test: no executable binary at {args.binary}", file=sys.stderr)
         return 2
@@ -536,14 +562,33 @@ def main(argv=None) -> int:
     os.makedirs(scratch, exist_ok=True)
     log_path = os.path.join(work, "server.log")
     stop_signal = signal.SIGTERM if args.sigterm else signal.SIGKILL
-    # A kill -9 under everysec may lose the last second; a clean stop never may.
-    allowed_window = args.loss_window if (args.durability == "everysec" and not args.sigterm) else None
+    # A kill -9 with appendonly no may lose the last second; a clean stop never may.
+    allowed_window = args.loss_window if (args.mode == "no-aof" and not args.sigterm) else None
 
+    names = ["writes", *crash_workloads.WORKLOADS, "flushall"] if args.workloads == "all" else \
+        [n.strip() for n in args.workloads.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ("writes", "flushall") and n not in crash_workloads.WORKLOADS]
+    if unknown or not names:
+        print(f"crash_test: unknown workload {', '.join(unknown) or '(none given)'}", file=sys.stderr)
+        return 2
     caches = ["0", "3", "crash-a", "crash-b"]
     styles = [s for s in Writer.STYLES if redis is not None or s.startswith("raw")]
     writers = [Writer(i, caches[i % len(caches)], styles[i % len(styles)], args.keys, rng.randrange(1 << 31))
-               for i in range(args.writers)]
-    server = ServerProcess(args.binary, data_dir, log_path, free_port(), args.durability)
+               for i in range(args.writers)] if "writes" in names else []
+    workloads = [crash_workloads.WORKLOADS[n](100 + i, args.workload_keys, rng.randrange(1 << 31))
+                 for i, n in enumerate(names) if n in crash_workloads.WORKLOADS]
+    # FLUSHALL in about one cycle in four: every writer paused, FLUSHALL sent,
+    # the kill a moment later (in flight or just after its reply).
+    flushing = "flushall" in names and not args.sigterm
+    pause = crash_workloads.Pause()
+    for w in [*writers, *workloads]:
+        w.pause = pause
+    flush_caches = sorted(set(caches * bool(writers)) | {c for w in workloads for c in w.caches})
+    flush_cycles = flush_applied = 0
+    capacities = {crash_workloads.EvictWorkload.caches[0]: crash_workloads.EvictWorkload.capacity} \
+        if "evict" in names else {}
+    server = ServerProcess(args.binary, data_dir, log_path, free_port(), args.mode,
+                           crash_workloads.server_args(names))
     verdict = Verdict()
     files_checked = 0
     file_problems: list[str] = []
@@ -553,10 +598,10 @@ def main(argv=None) -> int:
     acked_before = 0
     started = time.monotonic()
 
-    print(f"crash_test: binary {args.binary}, durability {args.durability}, "
-          f"stop {'SIGTERM' if args.sigterm else 'SIGKILL'}, {args.cycles} cycles, {args.writers} writers "
-          f"({', '.join(sorted(set(w.style for w in writers)))}) over caches {', '.join(caches)}, seed {seed}, "
-          f"work dir {work}", flush=True)
+    print(f"crash_test: binary {args.binary}, mode {args.mode}, "
+          f"stop {'SIGTERM' if args.sigterm else 'SIGKILL'}, {args.cycles} cycles, {len(writers)} writers "
+          f"({', '.join(sorted(set(w.style for w in writers)))}) over caches {', '.join(caches)}; workloads "
+          f"{', '.join(w.name for w in workloads) or 'none'}; seed {seed}, work dir {work}", flush=True)
     try:
         try:
             server.start()
@@ -564,17 +609,28 @@ def main(argv=None) -> int:
             print(f"crash_test: {error}", file=sys.stderr)
             return 2
         for cycle in range(1, args.cycles + 1):
-            stop = threading.Event()
-            threads = [threading.Thread(target=w.run, args=(server.port, stop), daemon=True) for w in writers]
+            stop, killed = threading.Event(), threading.Event()
+            threads = [threading.Thread(target=w.run, args=(server.port, stop, killed), daemon=True)
+                       for w in [*writers, *workloads]]
             t0 = time.monotonic()
             for t in threads:
                 t.start()
             early = rng.random() < args.early_kills
             run_for = rng.uniform(0.0, 0.05) if early else rng.uniform(args.min_run, args.max_run)
             time.sleep(run_for)
+            flush = None  # (sizes before, reply box) in a FLUSHALL cycle
+            if flushing and not early and rng.random() < 0.25:
+                if pause.request(sum(t.is_alive() for t in threads), timeout=10):
+                    flush = start_flushall(server.port, flush_caches)
+                    # The kill: at once, within 5 ms (in the middle of it), or after it should be done.
+                    time.sleep(rng.choice((0.0, rng.uniform(0.0, 0.005), rng.uniform(0.05, 0.3))))
+                else:
+                    pause.release()  # a writer did not reach its pause point: no FLUSHALL this cycle
             pid = server.pid
             stop_time = time.monotonic()
+            killed.set()
             code = server.signal_and_wait(stop_signal)
+            pause.release()
             load_seconds += stop_time - t0
             stop.set()
             for t in threads:
@@ -582,7 +638,7 @@ def main(argv=None) -> int:
             if any(t.is_alive() for t in threads):
                 other_problems.append(f"cycle {cycle}: a writer did not stop")
                 break
-            acked_now = sum(w.acked for w in writers)
+            acked_now = sum(w.acked for w in [*writers, *workloads])
             note = ""
             if args.sigterm:
                 log_text = open(log_path, "rb").read().decode(errors="replace")
@@ -594,7 +650,7 @@ def main(argv=None) -> int:
                 other_problems.extend(f"cycle {cycle}: {p}" for p in wal_problems(data_dir))
             elif code != -signal.SIGKILL:
                 other_problems.append(f"cycle {cycle}: server exited with {code} before the kill")
-            n, problems = check_files(data_dir, scratch)
+            n, problems = check_files(data_dir, scratch, capacities)
             files_checked += n
             file_problems.extend(f"cycle {cycle}: {p}" for p in problems)
             try:
@@ -604,7 +660,37 @@ def main(argv=None) -> int:
                 break
             before = (verdict.lost, len(verdict.violations), verdict.inflight, verdict.inflight_applied)
             verdict.cycle_max_age = 0.0
+            flush_note = ""
+            if flush is not None:
+                sizes, box = flush
+                box["thread"].join(timeout=10)
+                acked = box.get("reply") == "OK" and box.get("at", stop_time + 1) <= stop_time
+                conn = bench.Client(server.port, timeout=30, errors="return")
+                try:
+                    emptied = set(crash_workloads.check_flush(sizes, crash_workloads.dbsizes(conn, flush_caches),
+                                                              acked, verdict, cycle))
+                finally:
+                    conn.close()
+                held = {c for c in sizes if sizes[c] > 0 and c not in crash_workloads.FLUSH_SKIPPED_CACHES}
+                applied = bool(emptied) and emptied >= held
+                flush_cycles += 1
+                flush_applied += applied
+                flush_note = f", FLUSHALL {'acknowledged' if acked else 'in flight'} and " \
+                             f"{'applied' if applied else 'half-applied' if emptied else 'not applied'}"
+                # What the FLUSHALL emptied is the writers' new starting point
+                # (a half-applied one is reported above, not again as lost keys).
+                for w in writers:
+                    if applied or w.cache in emptied:
+                        w.base = {k: (None, False) for k in set(w.base) | set(w.hist)}
+                        w.hist = {}
+                for w in workloads:
+                    if applied or set(w.caches) <= emptied:
+                        w.forget_all()
+                    elif set(w.caches) & emptied:
+                        w.resync(server.port)
             verify(server.port, writers, stop_time, allowed_window, verdict, cycle)
+            verdict.stop_time, verdict.allowed_window = stop_time, allowed_window
+            verify_workloads(server.port, workloads, verdict, cycle)
             survived += 1
             if verdict.lost > before[0]:
                 note = (f", {verdict.lost - before[0]} acknowledged lost (acknowledged up to "
@@ -612,7 +698,7 @@ def main(argv=None) -> int:
             print(f"  cycle {cycle:3d}: ran {stop_time - t0:5.2f}s, {acked_now - acked_before:6d} writes "
                   f"acknowledged, {verdict.inflight - before[2]} in flight ({verdict.inflight_applied - before[3]} "
                   f"applied), {n} files {'ok' if not problems else 'NOT ok'}"
-                  f"{note}{', VIOLATIONS' if len(verdict.violations) > before[1] else ''}", flush=True)
+                  f"{note}{flush_note}{', VIOLATIONS' if len(verdict.violations) > before[1] else ''}", flush=True)
             acked_before = acked_now
             if len(verdict.violations) > 50:
                 break
@@ -621,29 +707,40 @@ def main(argv=None) -> int:
         if code != 0:
             other_problems.append(f"final SIGTERM: exit code {code}, expected 0")
         other_problems.extend(f"final stop: {p}" for p in wal_problems(data_dir))
-        n, problems = check_files(data_dir, scratch)
+        n, problems = check_files(data_dir, scratch, capacities)
         files_checked += n
         file_problems.extend(f"final: {p}" for p in problems)
+        other_problems.extend(f"sanitizer report {r[:2000]}" for r in bench.sanitizer_reports(work))
     finally:
         server.ensure_stopped()
 
-    writer_errors = [e for w in writers for e in w.errors]
+    writer_errors = [e for w in [*writers, *workloads] for e in w.errors]
     acked = sum(w.acked for w in writers)
     kinds = {k: sum(w.acked_by_kind[k] for w in writers) for k in ("SET", "SETEX", "DEL", "MSET")}
     failed = bool(verdict.violations or file_problems or other_problems or writer_errors or survived < args.cycles)
 
     print()
     print("Problems:" if failed else "No problem found.")
-    for line in (verdict.violations[:30] + file_problems[:20] + other_problems[:20] + writer_errors[:20]):
+    # A few of each check's violations, so every failed check shows.
+    shown = [line for check in verdict.by_check
+             for line in [x for x in verdict.violations if x.startswith(f"[{check}] ")][:30 // len(verdict.by_check)]]
+    for line in (shown + file_problems[:20] + other_problems[:20] + writer_errors[:20]):
         print("  - " + line)
     print()
     print("Summary")
     print(f"  result                 : {'FAIL' if failed else 'PASS'}")
-    print(f"  mode                   : durability {args.durability}, stop by "
+    print(f"  mode                   : {args.mode} ({' '.join(MODE_ARGS[args.mode]) or 'defaults'}), stop by "
           f"{'SIGTERM' if args.sigterm else 'SIGKILL (kill -9)'}, seed {seed}")
     print(f"  cycles survived        : {survived}/{args.cycles}")
     print(f"  acknowledged writes    : {acked} (SET {kinds['SET']}, SET EX {kinds['SETEX']}, DEL {kinds['DEL']}, "
           f"MSET {kinds['MSET']}), {acked / load_seconds if load_seconds else 0:.0f}/s under load")
+    for w in workloads:
+        print(f"  {w.name + ' commands':<23}: {w.acked} acknowledged")
+    checks = ["writes"] * bool(writers) + [w.name for w in workloads] + ["flushall"] * flushing
+    if flushing:
+        print(f"  FLUSHALL cycles        : {flush_cycles} ({flush_applied} applied before the kill)")
+    print("  checks                 : " + ", ".join(
+        f"{c} {'FAILED (%d)' % verdict.by_check[c] if verdict.by_check.get(c) else 'ok'}" for c in checks))
     print(f"  keys checked           : {verdict.keys_checked} reads over all cycles")
     print(f"  in flight at the stops : {verdict.inflight} writes without a reply; {verdict.inflight_applied} "
           f"keys held one of them (applied but unacknowledged: allowed)")

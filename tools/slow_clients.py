@@ -42,6 +42,7 @@ import threading
 import time
 
 from toollib import HOST, default_binary, encode, free_port, log_warnings
+import benchlib as bench  # noqa: E402  (toollib puts bench/ on the path)
 
 def command(port: int, *args, timeout: float = 10.0) -> bytes:
     """One command on a fresh connection; returns the raw reply's first line (and bulk)."""
@@ -241,10 +242,9 @@ def main(argv=None) -> int:
     work = tempfile.mkdtemp(prefix="kvcache-slow-")
     port = free_port()
     log_path = os.path.join(work, "server.log")
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([args.binary, "--port", str(port), "--bind", HOST, "--dir",
-                                 os.path.join(work, "data")],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = bench.spawn([args.binary, "--port", str(port), "--bind", HOST, "--dir",
+                                 os.path.join(work, "data")], log_path,
+                       env=bench.sanitizer_env(work))
     problems: list[str] = []
     unloaded: list[dict] = []
     loaded: list[dict] = []
@@ -255,19 +255,11 @@ def main(argv=None) -> int:
           f"{args.rounds} rounds, seed {seed}", flush=True)
     crowd = None
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                print(f"slow_clients: server exited with {proc.returncode} at start", file=sys.stderr)
-                return 2
-            try:
-                socket.create_connection((HOST, port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    print("slow_clients: server did not listen", file=sys.stderr)
-                    return 2
-                time.sleep(0.02)
+        try:
+            bench.wait_listening(port, proc, 20)
+        except RuntimeError as error:
+            print(f"slow_clients: {error}", file=sys.stderr)
+            return 2
         for rnd in range(1, args.rounds + 1):
             r = run_benchmark(port, args.requests, args.clients)
             unloaded.append(r)
@@ -342,6 +334,7 @@ def main(argv=None) -> int:
             problems.append(f"loaded throughput is {ratio:.2f}x unloaded (minimum {args.min_ratio})")
     elif not problems:
         problems.append("no measurement")
+    problems.extend(f"sanitizer report {r[:2000]}" for r in bench.sanitizer_reports(work))
     failed = bool(problems)
     print()
     print("Problems:" if failed else "No problem found.")

@@ -46,6 +46,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from toollib import HOST, default_binary, encode, free_port, log_warnings
+import benchlib as bench  # noqa: E402  (toollib puts bench/ on the path)
 
 CACHES = ["0", "1", "7", "soak-a", "soak-b"]
 
@@ -266,10 +267,9 @@ def main(argv=None) -> int:
     os.makedirs(work, exist_ok=True)
     log_path = os.path.join(work, "server.log")
     port = free_port()
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([args.binary, "--port", str(port), "--bind", HOST, "--dir",
-                                 os.path.join(work, "data"), "--durability", args.durability],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = bench.spawn([args.binary, "--port", str(port), "--bind", HOST, "--dir",
+                                 os.path.join(work, "data"), "--durability", args.durability], log_path,
+                       env=bench.sanitizer_env(work))
     procs: list[mp.Process] = []
     problems: list[str] = []
     samples: list[tuple] = []  # (t, rss_kb, fds, ops/s, keys)
@@ -281,19 +281,11 @@ def main(argv=None) -> int:
           f"caches {', '.join(CACHES)}, {args.keys} keys each, seed {seed}, pid {proc.pid}, work dir {work}",
           flush=True)
     try:
-        deadline = time.time() + 20
-        while True:
-            if proc.poll() is not None:
-                print(f"soak: server exited with {proc.returncode} at start", file=sys.stderr)
-                return 2
-            try:
-                socket.create_connection((HOST, port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    print("soak: server did not listen", file=sys.stderr)
-                    return 2
-                time.sleep(0.02)
+        try:
+            bench.wait_listening(port, proc, 20)
+        except RuntimeError as error:
+            print(f"soak: {error}", file=sys.stderr)
+            return 2
         monitor = redis.Redis(host=HOST, port=port, socket_timeout=30)
 
         def total_keys() -> int:
@@ -406,6 +398,7 @@ def main(argv=None) -> int:
             proc.wait()
 
     elapsed = min(time.time(), load_start + args.minutes * 60 + 2) - load_start
+    problems.extend(f"sanitizer report {r[:2000]}" for r in bench.sanitizer_reports(work))
     failed = bool(problems)
     print()
     print("Problems:" if failed else "No problem found.")

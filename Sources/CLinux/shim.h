@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <malloc.h>
 
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 // glibc 2.28+; declared here because it hides behind _GNU_SOURCE.

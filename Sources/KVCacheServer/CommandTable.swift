@@ -78,7 +78,9 @@ final class Command: Sendable {
     /// The `COMMAND INFO` entry: name, arity, flags, first/last key, step,
     /// ACL categories, tips, key specs, subcommands.
     func info() -> RESPValue {
-        .array([
+        // Redis's own entry (RedisCommandSpecs.swift, from redis-server 7.0.15) for its commands.
+        if let redis = RedisCommandSpecs.parsedInfo[name] { return redis }
+        return .array([
             .bulk(Array(name.utf8)),
             .integer(Int64(arity)),
             .set(flags.map { .simpleString($0) }),
@@ -91,7 +93,8 @@ final class Command: Sendable {
 
     /// The `COMMAND DOCS` entry (the value half of the name → docs pair).
     func docs() -> RESPValue {
-        .map([
+        if let redis = RedisCommandSpecs.parsedDocs[name] { return redis }
+        return .map([
             (.bulk(Array("summary".utf8)), .bulk(Array(summary.utf8))),
             (.bulk(Array("since".utf8)), .bulk(Array("1.0.0".utf8))),
             (.bulk(Array("group".utf8)), .bulk(Array(group.utf8))),
@@ -176,7 +179,7 @@ struct CommandTable: Sendable {
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
         + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
-        + dumpCommands + persistenceCommands)
+        + dumpCommands + persistenceCommands + memoryCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

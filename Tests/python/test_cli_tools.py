@@ -8,19 +8,16 @@ newline (none added when the text already ends with one, as INFO's does), an
 integer as its digits, a nil as an empty line, an error as its text followed
 by an empty line.
 """
-import shutil
 import subprocess
 
 import pytest
 
+from conftest import require_tool
+
 TIMEOUT = 10
 
 
-def tool(name):
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip("%s is not installed" % name)
-    return path
+tool = require_tool  # a skip, or a failure under KVCACHE_REQUIRE_TOOLS=1
 
 
 def cli(server, *args, stdin=None):

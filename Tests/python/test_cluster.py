@@ -32,10 +32,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from conftest import BIN, DURABILITY, RawConnection, Server, free_port
+from conftest import BIN, DURABILITY, REQUIRE_TOOLS, RawConnection, Server, free_port
 
 NUTCRACKER = shutil.which("nutcracker")
 if NUTCRACKER is None:
+    if REQUIRE_TOOLS:  # CI installs it: a skip there would hide that these tests never ran
+        raise RuntimeError("nutcracker (twemproxy) is not installed (KVCACHE_REQUIRE_TOOLS=1)")
     pytest.skip("nutcracker (twemproxy) is not installed: apt-get install nutcracker", allow_module_level=True)
 
 # The nodes are kvcache-servers: a restarted node must come back with its

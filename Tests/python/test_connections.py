@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.kvcache_only
+# 10,000 clients: one pass of the suite is enough (KVCACHE_SLOW=0 skips it).
+pytestmark = [pytest.mark.kvcache_only, pytest.mark.slow]
 
 
 def raise_fd_limit(wanted):

@@ -5,11 +5,12 @@ kvcache-server only.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
+
+from conftest import require_tool
 
 from conftest import ROOT
 
@@ -20,9 +21,7 @@ SWIFT_EXAMPLE = os.path.join(ROOT, ".build", "debug", "SwiftExample")
 TIMEOUT = 30
 
 
-def need(tool):
-    if shutil.which(tool) is None:
-        pytest.skip("%s is not installed" % tool)
+need = require_tool  # a skip, or a failure under KVCACHE_REQUIRE_TOOLS=1
 
 
 def fullmatch_numbers(template, text):

@@ -106,8 +106,8 @@ def test_corruption_found_while_serving_recreates_the_cache(fresh_server):
             errors.append(reply)
             break
     assert errors, "reading every key of a scribbled file must hit the damage"
-    assert errors[0][1].startswith("ERR SQLite read failed: ") and "(code 11)" in errors[0][1] \
-        or "(code 26)" in errors[0][1], errors[0]
+    text = errors[0][1]
+    assert text.startswith("ERR SQLite read failed: ") and ("(code 11)" in text or "(code 26)" in text), errors[0]
     # The next commands run on a fresh file; the other cache never noticed.
     assert c.command("SET", "after", "ok") == "OK"
     assert c.command("GET", "after") == b"ok"

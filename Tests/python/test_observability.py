@@ -1,12 +1,6 @@
-"""Transactions, SLOWLOG, MONITOR, OBJECT, CLIENT LIST/KILL and INFO as
+"""SLOWLOG, MONITOR, OBJECT, CLIENT LIST/KILL and INFO as
 Redis 7 shows them (these run against redis-server too)."""
-import socket
-import threading
-import time
-
 import pytest
-
-from conftest import REDIS
 
 
 @pytest.fixture
@@ -24,77 +18,6 @@ def info(c, section):
             k, v = line.split(":", 1)
             fields[k] = v
     return text, fields
-
-
-# --- MULTI / EXEC / WATCH ------------------------------------------------------------
-
-def test_multi_exec_runs_queued_commands(c):
-    assert c.command("MULTI") == "OK"
-    assert c.command("SET", "t:a", "1") == "QUEUED"
-    assert c.command("INCR", "t:a") == "QUEUED"
-    assert c.command("GET", "t:a") == "QUEUED"
-    assert c.command("EXEC") == ["OK", 2, b"2"]
-
-
-def test_exec_reports_errors_inside(c):
-    assert c.command("SET", "t:s", "abc") == "OK"
-    assert c.command("MULTI") == "OK"
-    assert c.command("INCR", "t:s") == "QUEUED"
-    assert c.command("SET", "t:t", "1") == "QUEUED"
-    assert c.command("EXEC") == [("error", "ERR value is not an integer or out of range"), "OK"]
-
-
-def test_queueing_errors_abort_exec(c):
-    assert c.command("MULTI") == "OK"
-    assert c.command("SET", "t:x") == ("error", "ERR wrong number of arguments for 'set' command")
-    assert c.command("NOSUCH")[1].startswith("ERR unknown command 'NOSUCH'")
-    assert c.command("SET", "t:x", "1") == "QUEUED"
-    assert c.command("EXEC") == ("error", "EXECABORT Transaction discarded because of previous errors.")
-    assert c.command("GET", "t:x") is None
-
-
-def test_transaction_errors(c):
-    assert c.command("EXEC") == ("error", "ERR EXEC without MULTI")
-    assert c.command("DISCARD") == ("error", "ERR DISCARD without MULTI")
-    assert c.command("MULTI") == "OK"
-    assert c.command("MULTI") == ("error", "ERR MULTI calls can not be nested")
-    assert c.command("WATCH", "k") == ("error", "ERR WATCH inside MULTI is not allowed")
-    assert c.command("DISCARD") == "OK"
-    assert c.command("PING") == "PONG"
-
-
-def test_watch_detects_a_change(server, c):
-    other = server.raw()
-    assert c.command("SET", "w:k", "1") == "OK"
-    assert c.command("WATCH", "w:k") == "OK"
-    assert other.command("SET", "w:k", "2") == "OK"
-    assert c.command("MULTI") == "OK"
-    assert c.command("SET", "w:k", "3") == "QUEUED"
-    assert c.command("EXEC") is None
-    assert c.command("GET", "w:k") == b"2"
-
-
-def test_watch_without_change_and_unwatch(server, c):
-    other = server.raw()
-    assert c.command("WATCH", "w:a") == "OK"
-    assert c.command("MULTI") == "OK"
-    assert c.command("SET", "w:a", "mine") == "QUEUED"
-    assert c.command("EXEC") == ["OK"]
-    assert c.command("WATCH", "w:a") == "OK"
-    assert other.command("SET", "w:a", "theirs") == "OK"
-    assert c.command("UNWATCH") == "OK"
-    assert c.command("MULTI") == "OK"
-    assert c.command("SET", "w:a", "again") == "QUEUED"
-    assert c.command("EXEC") == ["OK"]
-
-
-def test_watch_of_a_missing_key_that_appears(server, c):
-    other = server.raw()
-    assert c.command("WATCH", "w:new") == "OK"
-    assert other.command("SET", "w:new", "x") == "OK"
-    assert c.command("MULTI") == "OK"
-    assert c.command("GET", "w:new") == "QUEUED"
-    assert c.command("EXEC") is None
 
 
 # --- SLOWLOG ------------------------------------------------------------------------

@@ -156,6 +156,7 @@ def test_damage_before_the_tail_stops_the_start_and_check_aof_fixes_it(fresh_ser
 
 
 @needs_log
+@pytest.mark.slow  # 200,000 writes and their replay: one pass (a TSan-built server needs minutes)
 def test_clients_get_loading_while_the_log_replays(fresh_server):
     s = fresh_server(args=DEBUG)
     c = s.raw()
@@ -432,3 +433,14 @@ def test_blocking_commands_replay_as_their_non_blocking_forms(fresh_server):
     assert c.command("EXISTS", "src") == 0
     assert c.command("ZRANGE", "z", "0", "-1") == [b"x"]
     assert c.command("LRANGE", "m", "0", "-1") == [b"1"]
+
+
+def test_sigterm_with_the_writer_held_still_stops_cleanly_and_keeps_the_writes(fresh_server):
+    s = fresh_server(args=DEBUG)
+    write_held(s, 100)
+    started = time.time()
+    assert s.stop() == 0
+    assert time.time() - started < 10
+    s.start()
+    c = s.raw()
+    assert c.command("DBSIZE") == 100 and c.command("GET", "k99") == b"v99"

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import redis
 
-from conftest import BIN, REDIS
+from conftest import BIN
 
 NOAUTH = ("error", "NOAUTH Authentication required.")
 WRONGPASS = ("error", "WRONGPASS invalid username-password pair or user is disabled.")
@@ -86,7 +86,20 @@ def test_unauthenticated_clients_get_redis_protocol_limits(locked):
     assert ok.command("SET", "big", "x" * 20000) == "OK"  # limits lift after AUTH
 
 
+def test_failed_attempts_are_refused_and_leave_the_connection_usable(locked):
+    c = locked.raw()
+    for _ in range(3):
+        assert c.command("AUTH", "guess") == WRONGPASS
+    assert c.command("HELLO", "3", "AUTH", "default", "guess") == WRONGPASS
+    assert c.command("AUTH", "s3cret pass") == "OK"
+    assert c.command("PING") == "PONG"
+
+
+@pytest.mark.kvcache_only
 def test_failed_attempts_are_counted(locked):
+    # acl_access_denied_auth is Redis 7.2's field; 7.0.15 (the version this
+    # server reports) has no counter. Kept as this server's extension
+    # (README, "Differences from Redis"): the ACL work builds on it.
     c = locked.raw()
     for _ in range(3):
         assert c.command("AUTH", "guess") == WRONGPASS
@@ -183,6 +196,7 @@ def test_protected_mode_no(fresh_server, outside):
     assert redis.Redis(host=outside, port=s.port, socket_timeout=5).ping() is True
 
 
+@pytest.mark.kvcache_only
 def test_default_bind_is_loopback(fresh_server):
     s = fresh_server(args=[])
     assert s.raw().command("CONFIG", "GET", "bind") == [b"bind", b"127.0.0.1"]
@@ -201,6 +215,7 @@ def test_rename_and_disable_commands(fresh_server):
     assert c.command("FLUSHDB") == "OK"
 
 
+@pytest.mark.kvcache_only
 def test_rename_of_unknown_command_is_a_startup_error(tmp_path):
     conf = tmp_path / "k.conf"
     conf.write_text("rename-command NOSUCHCMD other\n")
@@ -212,6 +227,7 @@ def test_rename_of_unknown_command_is_a_startup_error(tmp_path):
 
 # --- containment -------------------------------------------------------------------
 
+@pytest.mark.kvcache_only
 @pytest.mark.parametrize("name", ["../x", "../../etc/passwd", "/etc/passwd", "a/b", "a\x00b", "x" * 65, ".", "..",
                                   "db0/../../x", "sp ace", "\u00e9t\u00e9"])
 def test_cache_names_stay_inside_the_data_directory(fresh_server, name):
@@ -227,6 +243,7 @@ def test_cache_names_stay_inside_the_data_directory(fresh_server, name):
             assert os.path.realpath(os.path.join(root, f)).startswith(os.path.realpath(os.path.dirname(s.data_dir())))
 
 
+@pytest.mark.kvcache_only
 def test_names_differing_only_in_case_are_one_cache(fresh_server):
     s = fresh_server()
     c = s.raw()
@@ -238,6 +255,7 @@ def test_names_differing_only_in_case_are_one_cache(fresh_server):
     assert sorted(files) == ["db0.sqlite", "sessions.sqlite"]
 
 
+@pytest.mark.kvcache_only
 def test_max_caches_bounds_files_and_descriptors(fresh_server):
     s = fresh_server(args=["--max-caches", "5"])
     c = s.raw()
@@ -258,6 +276,7 @@ def test_max_caches_bounds_files_and_descriptors(fresh_server):
     assert len(os.listdir("/proc/%d/fd" % s.proc.pid)) == fds_before + 4 * 6
 
 
+@pytest.mark.kvcache_only
 def test_files_are_owner_only(fresh_server):
     s = fresh_server()
     c = s.raw()
@@ -277,5 +296,3 @@ def test_cross_protocol_attack_closes_the_connection(fresh_server):
     assert "Possible SECURITY ATTACK detected" in s.log()
     assert s.raw().command("PING") == "PONG"
 
-
-pytestmark = pytest.mark.kvcache_only

@@ -50,6 +50,48 @@ def test_wrong_arity(c, args):
 
 
 # ---------------------------------------------------------------------------
+# SET NX, XX and GET (SET's expiry options: test_expiry.py)
+# ---------------------------------------------------------------------------
+
+def test_set_arity(c):
+    assert c.command("SET") == arity("set")
+    assert c.command("SET", "k") == arity("set")
+
+
+def test_set_nx_xx(c):
+    assert c.command("SET", "k", "v", "XX") is None
+    assert c.command("EXISTS", "k") == 0
+    assert c.command("SET", "k", "v", "NX") == "OK"
+    assert c.command("SET", "k", "v2", "NX") is None
+    assert c.command("GET", "k") == b"v"
+    assert c.command("SET", "k", "v3", "XX") == "OK"
+    assert c.command("GET", "k") == b"v3"
+
+
+def test_set_get_returns_old_value(c):
+    assert c.command("SET", "k", "v1", "GET") is None
+    assert c.command("GET", "k") == b"v1"
+    assert c.command("SET", "k", "v2", "GET") == b"v1"
+    assert c.command("GET", "k") == b"v2"
+
+
+def test_set_nx_get_allowed_since_7_0(c):
+    # NX together with GET is allowed since Redis 7.0 (an error in 6.2).
+    assert c.command("SET", "k", "v1", "NX", "GET") is None      # missing: set, old value nil
+    assert c.command("GET", "k") == b"v1"
+    assert c.command("SET", "k", "v2", "GET", "NX") == b"v1"     # exists: not set, old value returned
+    assert c.command("GET", "k") == b"v1"
+
+
+def test_set_xx_get(c):
+    assert c.command("SET", "k", "v1", "XX", "GET") is None      # missing: not set
+    assert c.command("EXISTS", "k") == 0
+    c.command("SET", "k", "v1")
+    assert c.command("SET", "k", "v2", "XX", "GET") == b"v1"
+    assert c.command("GET", "k") == b"v2"
+
+
+# ---------------------------------------------------------------------------
 # MGET / MSET / MSETNX
 # ---------------------------------------------------------------------------
 

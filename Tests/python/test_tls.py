@@ -1,7 +1,6 @@
 """TLS on its own port, with certificates the tests make with openssl:
 redis-cli --tls and redis-py over TLS, client certificates, and handshakes
 that stall without blocking anyone."""
-import os
 import socket
 import ssl
 import subprocess
@@ -10,9 +9,7 @@ import time
 import pytest
 import redis
 
-from conftest import free_port
-
-pytestmark = pytest.mark.kvcache_only
+from conftest import REDIS, free_port
 
 
 def openssl(*args, cwd):
@@ -56,7 +53,8 @@ def test_redis_cli_over_tls(fresh_server, certs):
     assert cli(s, certs, "GET", "k").stdout == "over tls\n"
     # The same data through the plain port.
     assert s.raw().command("GET", "k") == b"over tls"
-    assert "(TLS)" in s.log()
+    if not REDIS:
+        assert "(TLS)" in s.log()
 
 
 def test_redis_py_over_tls(fresh_server, certs):
@@ -74,9 +72,30 @@ def test_redis_py_over_tls(fresh_server, certs):
 
 def test_client_certificate_required_by_default(fresh_server, certs):
     s = tls_server(fresh_server, certs)
-    result = cli(s, certs, "PING", client_cert=False)
-    assert result.stdout.strip() != "PONG"
+    refused = cli(s, certs, "PING", client_cert=False)
+    # The handshake is refused: redis-cli gets no reply at all (both servers
+    # close the connection), where a certificate gets a PONG from the same port.
+    assert (refused.returncode, refused.stdout) == (1, ""), refused
+    assert refused.stderr.strip() in ("Error: Server closed the connection", "Error: Connection reset by peer"), refused
+    assert cli(s, certs, "PING").stdout == "PONG\n"
     assert s.raw().command("PING") == "PONG"
+
+
+def test_tls_with_requirepass(fresh_server, certs):
+    s = tls_server(fresh_server, certs, extra=["--requirepass", "tls pw"])
+    assert cli(s, certs, "GET", "k").stdout.strip() == "NOAUTH Authentication required."
+    wrong = cli(s, certs, "-a", "wrong", "--no-auth-warning", "GET", "k")
+    assert wrong.stderr.startswith("AUTH failed: WRONGPASS"), wrong
+    assert cli(s, certs, "-a", "tls pw", "--no-auth-warning", "SET", "k", "v").stdout == "OK\n"
+    r = redis.Redis(port=s.tls_port, ssl=True, ssl_ca_certs=str(certs / "ca.crt"), password="tls pw",
+                    ssl_certfile=str(certs / "client.crt"), ssl_keyfile=str(certs / "client.key"), socket_timeout=10)
+    assert r.get("k") == b"v"
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=s.tls_port, ssl=True, ssl_ca_certs=str(certs / "ca.crt"), password="nope",
+                    ssl_certfile=str(certs / "client.crt"), ssl_keyfile=str(certs / "client.key"),
+                    socket_timeout=10).ping()
+    # The plain port asks for the same password.
+    assert s.raw().command("GET", "k") == ("error", "NOAUTH Authentication required.")
 
 
 def test_tls_auth_clients_no_and_optional(fresh_server, certs):
@@ -119,6 +138,7 @@ def test_stalled_handshakes_do_not_block_others(fresh_server, certs):
         sock.close()
 
 
+@pytest.mark.kvcache_only
 def test_handshake_deadline_closes_silent_clients(fresh_server, certs):
     s = tls_server(fresh_server, certs, auth="no")
     sock = socket.create_connection(("127.0.0.1", s.tls_port))
@@ -127,6 +147,7 @@ def test_handshake_deadline_closes_silent_clients(fresh_server, certs):
     sock.close()
 
 
+@pytest.mark.kvcache_only
 def test_bad_certificate_configuration_is_a_startup_error(tmp_path, certs):
     from conftest import BIN
     out = subprocess.run([BIN, "--port", "0", "--tls-port", str(free_port()), "--dir", str(tmp_path / "d"),

@@ -7,18 +7,17 @@ their defaults) are for a person to run; these only prove the tools work.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import BIN, DURABILITY, ROOT
+from conftest import BIN, ROOT, require_tool
 
-# The tools pick the durability mode themselves (crash_test --durability), so
-# the suite's other passes (KVCACHE_MODE=always, no-aof) would only repeat them.
-pytestmark = [pytest.mark.kvcache_only,
-              pytest.mark.skipif(DURABILITY != "commit", reason="the tools choose their own durability mode")]
+# Crash cycles and load runs: slow, and the tools pick the durability mode
+# themselves (crash_test --durability), so one pass of the suite runs them
+# (KVCACHE_SLOW=0 skips them in the others: KVCACHE_MODE=always, no-aof).
+pytestmark = [pytest.mark.kvcache_only, pytest.mark.slow]
 
 TOOLS = os.path.join(ROOT, "tools")
 SMALL_CRASH = ["--writers", "4", "--keys", "300"]
@@ -54,6 +53,12 @@ def test_crash_test_kill9_three_cycles(tmp_path):
     assert figure(text, "cycles survived") == "3/3"
     assert figure(text, "losses").startswith("0 acknowledged writes lost")
     assert int(figure(text, "acknowledged writes").split()[0]) > 100, text
+    # Every workload ran and its check held (tools/crash_workloads.py).
+    for name in ("evict", "expiry", "move", "copy", "swapdb", "collections"):
+        assert int(figure(text, name + " commands").split()[0]) > 0, text
+        assert f"{name} ok" in figure(text, "checks"), text
+    # FLUSHALL runs in about one cycle in four; when none came up, its check is still listed.
+    assert "flushall ok" in figure(text, "checks"), text
 
 
 def test_crash_test_sigterm_everysec_loses_nothing(tmp_path):
@@ -72,6 +77,7 @@ def test_crash_test_reports_losses_it_is_told_to_refuse(tmp_path):
                           *SMALL_CRASH)
     assert code == 1, text
     assert "is lost" in text and figure(text, "result") == "FAIL"
+    assert "writes FAILED" in figure(text, "checks"), text
 
 
 def test_soak_short(tmp_path):
@@ -83,8 +89,8 @@ def test_soak_short(tmp_path):
     assert int(figure(text, "load").split(", ")[1].split()[0]) > 100
 
 
-@pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="needs redis-benchmark (redis-tools)")
 def test_slow_clients_short():
+    require_tool("redis-benchmark")
     # A tiny run on a debug build is noisy: the ratio bar is low here; the
     # point is that the tool measures both and the server holds the crowd.
     code, text = run_tool("slow_clients.py", "--tricklers", "100", "--half-open", "5", "--non-readers", "2",

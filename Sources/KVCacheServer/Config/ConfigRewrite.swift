@@ -21,7 +21,10 @@ extension ServerConfig {
             var own = directive
             if case .replacedBy(let other) = directive.rewrite, let replacement = Self.directivesByName[other] { own = replacement }
             if written.insert(own.name).inserted {
-                out.append(contentsOf: own.lines(self))
+                var lines = own.lines(self)
+                // maxmemory-policy is Redis's own name for the policy: a file that uses it keeps it, as Redis would.
+                if name == "maxmemory-policy" { lines = lines.map { name + $0.dropFirst(own.name.count) } }
+                out.append(contentsOf: lines)
             }
         }
         while out.last == "" { out.removeLast() }

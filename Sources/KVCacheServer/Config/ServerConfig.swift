@@ -70,7 +70,7 @@ public struct ServerConfig: Sendable {
     public var memtableFullTimeout = 5000
     /// The writer thread's nice value (0 to 19): a lower priority than the
     /// loop's, so on a busy machine it takes what clients leave.
-    public var writerNice = 19
+    public var writerNice = 10
     /// Seconds a shutdown spends applying changes to SQLite before leaving
     /// the rest to the log (Redis's `shutdown-timeout`).
     public var shutdownTimeout = 10

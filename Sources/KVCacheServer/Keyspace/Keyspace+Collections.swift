@@ -38,12 +38,18 @@ extension Keyspace {
     /// replay runs it again on the same state).
     func store<V: LiveCollection>(_ value: V, of kind: ValueKind, at key: [UInt8], replacing old: StoredEntry?) throws {
         defer { server.persistence.noteLiveChange() }
+        let now = Double(Server.nowMilliseconds()) / 1000
+        let inPlace: Bool
+        if let old, case .live(let current) = old.row.value, current === value { inPlace = true } else { inPlace = false }
         if value.isEmpty {
-            if old != nil { try delete(key) }
+            guard old != nil else { return }
+            // The object shrank in place: account for it before the delete,
+            // which takes the entry's size as it is now.
+            if inPlace { try changeLive(key, kind: kind, oldEncodedSize: value.sizeAtLoad, storageDate: now) }
+            try delete(key)
             return
         }
-        let now = Double(Server.nowMilliseconds()) / 1000
-        if let old, case .live(let current) = old.row.value, current === value {
+        if inPlace {
             try changeLive(key, kind: kind, oldEncodedSize: value.sizeAtLoad, storageDate: now)
         } else {
             try storeStored(StoredEntry(key: key, row: Row(storageDate: now, expiresAt: old?.row.expiresAt, kind: kind,

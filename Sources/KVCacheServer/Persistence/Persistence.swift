@@ -25,7 +25,11 @@ public enum AppendFsync: String, Sendable, CaseIterable {
 /// cache at one log position, to the writer thread, which applies them to
 /// SQLite; then the log segments they cover are deleted. With
 /// `appendonly no` there is no log, and changes reach SQLite within about
-/// a second.
+/// a second, and only a command that changes several caches at once
+/// (MOVE, COPY … DB, SWAPDB, FLUSHALL, a MULTI over several caches) is
+/// logged: written before the writer applies it, so a crash between the
+/// commits of its caches' files is completed by a replay (cross-cache
+/// commands are never half-applied, whatever the mode).
 ///
 /// What a record holds (`LogOp`): the effect of the command on each cache
 /// it touched (a whole entry stored, a delete, an expiry, a clear, a
@@ -47,6 +51,13 @@ final class Persistence {
     // the whole MULTI/EXEC.
     private var recordOps: [UInt8] = []
     private var recordOpCount = 0
+    /// The cache the record's ops change, and whether they change more than one.
+    private var recordCache: String?
+    private var recordSpansCaches = false
+
+    /// `appendonly yes`: every change is logged; otherwise only the
+    /// records that change several caches.
+    private var everyChangeLogged: Bool { server.config.appendOnly }
     private var transactionDepth = 0
     /// The running command changed a live value in place: it is logged as itself.
     private var commandLive = false
@@ -112,13 +123,11 @@ final class Persistence {
         }
         writer = BatchWriter(niceness: Int32(config.writerNice), onFinished: wake)
         lastSaveTime = Server.nowMilliseconds() / 1000
-        if config.appendOnly {
-            log = try Self.openLog(config, wake: wake, logger: server.logger)
-            if let recovery = log?.recovery, recovery.records > 0 {
-                reader = log?.makeReader()
-                recordsToLoad = recovery.records
-                loadingStarted = Server.nowMilliseconds()
-            }
+        log = try Self.openLog(config, wake: wake, logger: server.logger)
+        if let recovery = log?.recovery, recovery.records > 0 {
+            reader = log?.makeReader()
+            recordsToLoad = recovery.records
+            loadingStarted = Server.nowMilliseconds()
         }
     }
 
@@ -153,6 +162,21 @@ final class Persistence {
         guard log != nil else { return }
         op.encode(into: &recordOps)
         recordOpCount += 1
+        switch op {
+        case .command(let cache, _), .put(let cache, _, _, _, _, _, _), .delete(let cache, _), .expire(let cache, _, _),
+             .clear(let cache):
+            noteCache(cache)
+        case .swap:
+            recordSpansCaches = true
+        }
+    }
+
+    private func noteCache(_ cache: String) {
+        if let recordCache {
+            if recordCache != cache { recordSpansCaches = true }
+        } else {
+            recordCache = cache
+        }
     }
 
     /// A command starts: its ops are those recorded from now on.
@@ -205,6 +229,7 @@ final class Persistence {
             recordOpCount = mark.opCountStart
             LogOp.command(cache: cache, args: commandRewrite ?? args.copies).encode(into: &recordOps)
             recordOpCount += 1
+            noteCache(cache)
         }
         return transactionDepth > 0 ? nil : appendRecord()
     }
@@ -222,13 +247,16 @@ final class Persistence {
         defer {
             recordOps.removeAll(keepingCapacity: recordOps.capacity <= 1 << 20)
             recordOpCount = 0
+            recordCache = nil
+            recordSpansCaches = false
         }
+        guard everyChangeLogged || recordSpansCaches else { return nil }
         return log.append(time: Server.nowMilliseconds(), opCount: recordOpCount, encodedOps: recordOps)
     }
 
     /// Why writes are refused now, if they are: the log cannot be written.
     var writeRefusal: ReplyError? {
-        guard logWriteFailing, let log else { return nil }
+        guard logWriteFailing, everyChangeLogged, let log else { return nil }
         return ReplyError("MISCONF Errors writing to the AOF file: \(String(cString: strerror(log.writeError ?? EIO)))")
     }
 
@@ -245,7 +273,7 @@ final class Persistence {
                 server.logger.notice("AOF write error looks solved, Redis can write again.")
                 logWriteFailing = false
             }
-            if server.config.appendFsync == .always { log.requestSync() }
+            if server.config.appendFsync == .always && everyChangeLogged { log.requestSync() }
         } else if !logWriteFailing {
             logWriteFailing = true
             server.logger.warning("Error writing to the AOF file: \(String(cString: strerror(log.writeError ?? EIO)))")
@@ -257,7 +285,7 @@ final class Persistence {
     /// acknowledged once appended, even while a failing write retries it,
     /// as Redis does under everysec).
     var syncedLSN: UInt64 {
-        guard let log, server.config.appendFsync == .always else { return .max }
+        guard let log, server.config.appendFsync == .always, everyChangeLogged else { return .max }
         return log.syncer.syncedLSN
     }
 
@@ -277,7 +305,7 @@ final class Persistence {
     /// Once per loop iteration: asks for the fsync of `everysec`, and seals
     /// when a second has passed, enough bytes wait, or a seal was asked for.
     func periodic(now: Int64) {
-        if let log, server.config.appendFsync == .everysec, log.writtenLSN > log.syncer.syncedLSN,
+        if let log, server.config.appendFsync == .everysec, everyChangeLogged, log.writtenLSN > log.syncer.syncedLSN,
            now - lastSyncRequest >= 1000 {
             lastSyncRequest = now
             log.requestSync()
@@ -476,7 +504,7 @@ final class Persistence {
             "rdb_last_cow_size:0",
             "rdb_last_load_keys_expired:0",
             "rdb_last_load_keys_loaded:\(loadedRecords)",
-            "aof_enabled:\(log == nil ? 0 : 1)",
+            "aof_enabled:\(everyChangeLogged ? 1 : 0)",
             "aof_rewrite_in_progress:\(rewriteRequested && inFlight != nil ? 1 : 0)",
             "aof_rewrite_scheduled:\(rewriteRequested && inFlight == nil ? 1 : 0)",
             "aof_last_rewrite_time_sec:\(rewrites > 0 ? Int(lastJobSeconds.rounded()) : -1)",
@@ -489,7 +517,7 @@ final class Persistence {
             "module_fork_in_progress:0",
             "module_fork_last_cow_size:0",
         ]
-        if let log {
+        if let log, everyChangeLogged {
             lines += [
                 "aof_current_size:\(log.size)",
                 "aof_base_size:0",
@@ -528,26 +556,14 @@ final class Persistence {
         while log.syncer.syncedLSN < log.writtenLSN && log.syncer.syncError == nil { usleep(1000) }
     }
 
-    /// Turns the log on (a new log from here on: the caches' files hold
-    /// everything before) or off (everything is applied, then the log is
-    /// removed), as CONFIG SET appendonly does.
-    /// - Throws: `ConfigError` when the log cannot be opened.
+    /// Turns logging every change on or off, as CONFIG SET appendonly does
+    /// (the log itself stays: it keeps the cross-cache records either way).
     func setAppendOnly(_ on: Bool, config: ServerConfig) throws {
+        // Turned on: what was not logged reaches SQLite first, so the log
+        // (from here on every change) and the files hold everything.
         if on {
-            guard log == nil else { return }
-            applyAll()
-            let wake: @Sendable () -> Void = { [fd = wakeFD] in
-                var one: UInt64 = 1
-                _ = withUnsafeBytes(of: &one) { Glibc.write(fd, $0.baseAddress, 8) }
-            }
-            let opened = try Self.openLog(config, wake: wake, logger: server.logger)
-            for engine in server.registry.open.values.compactMap(\.engine) { opened.ensureNextLSN(above: engine.appliedLSN) }
-            log = opened
-        } else if let log {
             beforeReplies()
-            let applied = applyAll()
-            log.close(empty: applied)
-            self.log = nil
+            applyAll()
         }
     }
 
@@ -555,7 +571,8 @@ final class Persistence {
     /// rest), fsyncs and closes the log, stops the threads.
     func shutdown(seconds: Double) {
         reader = nil
-        let applied = applyAll(within: log == nil ? .infinity : seconds)
+        writer.setPaused(false)  // DEBUG WRITER PAUSE must not hold the shutdown
+        let applied = applyAll(within: everyChangeLogged ? seconds : .infinity)
         if !applied {
             server.logger.warning("Not every change reached SQLite before shutdown: the append-only log keeps them "
                 + "and the next start replays it")

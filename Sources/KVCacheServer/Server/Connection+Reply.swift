@@ -17,6 +17,11 @@ extension Connection {
     func replyArrayHeader(_ count: Int) { RESPEncoder.arrayHeader(count, into: &output) }
     func replyMapHeader(_ count: Int) { RESPEncoder.mapHeader(count, into: &output, version: protocolVersion) }
     func replyBulkArray(_ items: [[UInt8]]) { RESPEncoder.bulkArray(items, into: &output) }
+    /// A HELP reply as Redis's `addReplyHelp` sends it: status lines.
+    func replyHelp(_ lines: [String]) {
+        replyArrayHeader(lines.count)
+        for line in lines { replySimple(line) }
+    }
     func reply(_ value: RESPValue) { value.encode(into: &output, version: protocolVersion) }
 
     func replyOptionalBulk(_ bytes: [UInt8]?) {

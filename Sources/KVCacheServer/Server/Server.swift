@@ -137,6 +137,9 @@ public final class Server {
     var stats = ServerStats()
     /// The largest RSS INFO has seen.
     var peakMemory = 0
+    /// What malloc had handed out when the loop started (MEMORY STATS's
+    /// `startup.allocated`).
+    var startupMemory = 0
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
 
@@ -240,6 +243,8 @@ public final class Server {
     public func run() throws {
         logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
             + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
+        let heap = mallinfo2()
+        startupMemory = Int(heap.uordblks + heap.hblkhd)
         // db0 is every client's first cache: open it now, so a large file's
         // progress shows at start-up, not on the first connection.
         _ = try? registry.cache(named: "db0")

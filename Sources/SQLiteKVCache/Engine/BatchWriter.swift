@@ -34,7 +34,7 @@ public final class WriterJob: @unchecked Sendable {
 /// commit, a checkpoint or an fsync of a cache file. Finished jobs wait in
 /// `takeFinished()`; `onFinished` is told (the server wakes its loop).
 ///
-/// The thread runs at a lower priority (nice `niceness`, 19 by default): on a machine
+/// The thread runs at a lower priority (nice `niceness`, 10 by default): on a machine
 /// whose cores are all busy serving clients, it takes what is left, and the
 /// owner's backpressure (a bound on unapplied bytes) paces the writes.
 public final class BatchWriter: @unchecked Sendable {
@@ -50,7 +50,7 @@ public final class BatchWriter: @unchecked Sendable {
     private var applied = 0
     private var busySeconds = 0.0
 
-    public init(niceness: Int32 = 19, onFinished: @escaping @Sendable () -> Void) {
+    public init(niceness: Int32 = 10, onFinished: @escaping @Sendable () -> Void) {
         self.niceness = niceness
         self.onFinished = onFinished
         let thread = Thread { [self] in run() }

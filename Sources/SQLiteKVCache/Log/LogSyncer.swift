@@ -84,6 +84,7 @@ public final class LogSyncer: @unchecked Sendable {
             while requests.isEmpty && directories.isEmpty && !stopping { condition.wait() }
             if requests.isEmpty && directories.isEmpty && stopping {
                 running = false
+                thread = nil  // the thread's closure holds self: break the cycle, or both leak
                 condition.broadcast()
                 condition.unlock()
                 return

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Writes Sources/KVCacheServer/Commands/RedisCommandSpecs.swift from the
+real redis-server: its `COMMAND INFO` and `COMMAND DOCS` replies, read over
+RESP3 (so maps, sets and simple strings keep their types) and stored
+byte for byte. `Command.info()` and `Command.docs()` answer from them for
+every command Redis has, so this server's COMMAND replies are Redis 7.0.15's.
+
+    python3 tools/gen_command_specs.py [--redis-server PATH] [--out FILE]
+
+Refuses to run against any version but the one the server reports
+(Server.redisVersion, 7.0.15): the data must be that version's. Standard
+library only.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import benchlib  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "Sources", "KVCacheServer", "Commands", "RedisCommandSpecs.swift")
+VERSION = "7.0.15"
+
+
+def read_raw(conn: benchlib.Client) -> bytes:
+    """One RESP3 reply, as the exact bytes it came in."""
+    out = bytearray()
+
+    def line() -> bytes:
+        text = conn.read_line()
+        out.extend(text + b"\r\n")
+        return text
+
+    def value() -> None:
+        head = line()
+        kind, rest = head[:1], head[1:]
+        if kind in (b"$", b"=", b"!"):
+            n = int(rest)
+            if n >= 0:
+                while len(conn.buf) < n + 2:
+                    conn._fill()
+                out.extend(conn.buf[:n + 2])
+                del conn.buf[:n + 2]
+        elif kind in (b"*", b"~", b">"):
+            for _ in range(max(int(rest), 0)):
+                value()
+        elif kind in (b"%", b"|"):
+            for _ in range(2 * int(rest)):
+                value()
+        elif kind not in (b"+", b"-", b":", b"_", b"#", b",", b"("):
+            raise ValueError(f"unexpected RESP3 line {head[:60]!r}")
+
+    value()
+    return bytes(out)
+
+
+def split_top(raw: bytes) -> list[bytes]:
+    """The elements of a top-level array or map reply, each as raw bytes."""
+    conn = _BytesReader(raw)
+    head = conn.read_line()
+    count = int(head[1:]) * (2 if head[:1] == b"%" else 1)
+    return [read_raw(conn) for _ in range(count)]
+
+
+class _BytesReader(benchlib.Client):
+    def __init__(self, data: bytes):  # no socket: reads from the bytes given
+        self.buf = data
+
+    def _fill(self) -> None:
+        raise ValueError("truncated reply")
+
+
+def name_of_info(entry: bytes) -> str:
+    # *10\r\n$<n>\r\n<name>\r\n...
+    m = re.match(rb"\*\d+\r\n\$\d+\r\n([^\r]*)\r\n", entry)
+    if not m:
+        raise ValueError(f"unexpected COMMAND INFO entry {entry[:60]!r}")
+    return m.group(1).decode()
+
+
+def swift_literal(data: bytes) -> str:
+    """A Swift multi-line string literal of exactly these bytes: CR and LF
+    written as escapes, a source line continued (backslash) after each CR LF."""
+    text = data.decode("utf-8")
+    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t")
+               .replace("\r", "\\r").replace("\n", "\\n"))
+    body = escaped.replace("\\r\\n", "\\r\\n\\\n")
+    if body.endswith("\\\n"):
+        body = body[:-2]
+    return '"""\n' + body + '\n"""'
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--redis-server", default="redis-server")
+    parser.add_argument("--out", default=OUT)
+    args = parser.parse_args(argv)
+    work = benchlib.make_tempdir("gen-command-specs-")
+    server = benchlib.redis_server("redis", benchlib.REDIS_NOPERSIST)
+    server.argv_for = lambda port, d: [args.redis_server, "--port", str(port), "--bind", benchlib.HOST,
+                                       "--dir", work, "--daemonize", "no", "--logfile", "",
+                                       *benchlib.REDIS_NOPERSIST]
+    try:
+        server.start()
+        conn = benchlib.Client(server.port)
+        conn.send(conn.encode("HELLO", "3"))
+        hello = read_raw(conn)
+        version = re.search(rb"\$7\r\nversion\r\n\$\d+\r\n([^\r]*)\r\n", hello)
+        if not version or version.group(1).decode() != VERSION:
+            print(f"gen_command_specs: {args.redis_server} is not Redis {VERSION} "
+                  f"({version.group(1).decode() if version else 'unknown'})", file=sys.stderr)
+            return 2
+        conn.send(conn.encode("COMMAND", "INFO"))
+        info = split_top(read_raw(conn))
+        conn.send(conn.encode("COMMAND", "DOCS"))
+        docs_flat = split_top(read_raw(conn))
+        conn.close()
+    finally:
+        benchlib.stop_all_servers()
+
+    infos = sorted((name_of_info(e), e) for e in info)
+    docs = sorted((docs_flat[i][docs_flat[i].index(b"\r\n") + 2:-2].decode(), docs_flat[i + 1])
+                  for i in range(0, len(docs_flat), 2))
+    lines = [
+        "// Generated by tools/gen_command_specs.py from redis-server " + VERSION + "'s COMMAND INFO",
+        "// and COMMAND DOCS (read over RESP3, kept byte for byte). Do not edit: rerun the script.",
+        "",
+        "import RESP",
+        "",
+        "/// Redis " + VERSION + "'s `COMMAND INFO` entry and `COMMAND DOCS` reply of each command it",
+        "/// has, as RESP3 bytes; `Command.info()` and `Command.docs()` answer from them.",
+        "enum RedisCommandSpecs {",
+        "    /// Command name (lowercase) → its `COMMAND INFO` entry.",
+        "    static let info: [String: String] = [",
+    ]
+    for name, entry in infos:
+        lines.append(f"        {swift_string(name)}: {swift_literal(entry)},")
+    lines += [
+        "    ]",
+        "",
+        "    /// Command name (lowercase) → its `COMMAND DOCS` map (the value half of the pair).",
+        "    static let docs: [String: String] = [",
+    ]
+    for name, entry in docs:
+        lines.append(f"        {swift_string(name)}: {swift_literal(entry)},")
+    lines += ["    ]", "}", "", PARSED]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+    print(f"wrote {os.path.relpath(args.out, ROOT)}: {len(infos)} COMMAND INFO entries, {len(docs)} COMMAND DOCS entries")
+    return 0
+
+
+PARSED = """extension RedisCommandSpecs {
+    /// `info`, parsed on first use.
+    static let parsedInfo: [String: RESPValue] = info.mapValues(parse)
+    /// `docs`, parsed on first use.
+    static let parsedDocs: [String: RESPValue] = docs.mapValues(parse)
+
+    private static func parse(_ text: String) -> RESPValue {
+        let bytes = Array(text.utf8)
+        var index = 0
+        guard let value = try? ReplyParser.parse(bytes, index: &index), index == bytes.count else {
+            preconditionFailure("RedisCommandSpecs: an entry is not one RESP3 value")
+        }
+        return value
+    }
+}
+"""
+
+
+def swift_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+if __name__ == "__main__":
+    sys.exit(main())
