@@ -23,6 +23,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -340,7 +341,10 @@ class Server:
 def run_helper(tree: Path, port: int, unit: str, args, out_path: Path) -> tuple[str, float, bool]:
     """Runs one unit file; returns (output, seconds, killed by our timeout)."""
     argv = ["tclsh", "tests/test_helper.tcl", "--host", HOST, "--port", str(port),
-            "--single", unit, "--timeout", str(args.helper_timeout), "--dont-clean"]
+            "--single", unit, "--timeout", str(args.helper_timeout), "--dont-clean",
+            # The helper listens for its test clients just below --baseport
+            # (21079 by default): two runs on one machine collided there.
+            "--baseport", str(random.randrange(22000, 60000))]
     if args.tags:
         argv += ["--tags", args.tags]
     if args.durable:

@@ -149,6 +149,19 @@ extension ServerConfig {
         .integer("list-compress-depth", \.listCompressDepth, 0...Int(Int32.max), live: true),
         .integer("active-expire-effort", \.activeExpireEffort, 1...10, live: true),
         .choice("sanitize-dump-payload", \.sanitizeDumpPayload, ["no", "yes", "clients"], live: true),
+        // Replication, RDB and latency settings (no replicas, RDB files or
+        // latency tracker here): accepted so that Redis's tests and clients
+        // that set them run on.
+        .acceptedInteger("repl-ping-replica-period", aliases: ["repl-ping-slave-period"], default: 10, 1...Int(Int32.max)),
+        .acceptedInteger("repl-timeout", default: 60, 1...Int(Int32.max)),
+        .acceptedSize("repl-backlog-size", default: 1_048_576),
+        .acceptedInteger("min-replicas-to-write", aliases: ["min-slaves-to-write"], default: 0, 0...Int(Int32.max)),
+        .acceptedInteger("min-replicas-max-lag", aliases: ["min-slaves-max-lag"], default: 10, 0...Int(Int32.max)),
+        .acceptedYesNo("replica-serve-stale-data", aliases: ["slave-serve-stale-data"], default: true),
+        .acceptedYesNo("replica-read-only", aliases: ["slave-read-only"], default: true),
+        .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)),
+        .acceptedYesNo("aof-use-rdb-preamble", default: true),
+        .acceptedYesNo("latency-tracking", default: true),
     ] + ["lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del",
          "lazyfree-lazy-user-flush"].map { name in
         ConfigDirective(name: name, live: true, apply: { config, args, name in

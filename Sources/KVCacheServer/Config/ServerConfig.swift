@@ -119,6 +119,10 @@ public struct ServerConfig: Sendable {
     var activeExpireEffort = 1
     var sanitizeDumpPayload = "no"
     var lazyFree: [String: Bool] = [:]
+    /// Replication, RDB and latency settings Redis's tests set: checked as
+    /// Redis checks them, answered by CONFIG GET, and otherwise unused
+    /// (there are no replicas, no RDB files, no latency tracker here).
+    var acceptedSettings: [String: String] = [:]
 
     public init() {}
 
