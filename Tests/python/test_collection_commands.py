@@ -281,6 +281,7 @@ def test_zunion_zinter_zdiff(c):
     assert c.command("ZDIFF", "2", "a", "b", "AGGREGATE", "MIN") == SYNTAX
     assert c.command("ZUNIONSTORE", "d", "2", "a", "b", "WITHSCORES") == SYNTAX
     assert c.command("ZINTERCARD", "2", "a", "b", "LIMIT", "-1") == ("error", "ERR LIMIT can't be negative")
+    assert c.command("ZINTERCARD", "2", "a", "b", "LIMIT", "a") == ("error", "ERR LIMIT can't be negative")
     c.command("SET", "str", "v")
     assert c.command("ZUNION", "2", "a", "str") == WRONGTYPE
 

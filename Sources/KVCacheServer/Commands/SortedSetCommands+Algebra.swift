@@ -251,8 +251,10 @@ private func zsetAlgebra(_ ctx: CommandContext, _ op: SetOperation, store: Bool,
             withScores = true
             j += 1
         } else if cardinalityOnly && remaining >= 2 && option == "limit" {
-            guard let value = parseStrictInt64(ctx.args[j + 1]) else { throw ReplyError.notInteger }
-            guard value >= 0 else { throw ReplyError("ERR LIMIT can't be negative") }
+            // Redis's getPositiveLongFromObjectOrReply: one text for both.
+            guard let value = parseStrictInt64(ctx.args[j + 1]), value >= 0 else {
+                throw ReplyError("ERR LIMIT can't be negative")
+            }
             limit = Int(value)
             j += 2
         } else {
