@@ -305,6 +305,31 @@ def test_client_pause_write_holds_writes_not_reads(r, client):
     assert r.get("k") == b"after"
 
 
+def test_clients_held_by_a_pause_count_as_blocked(r, client):
+    # Redis blocks them (BLOCKED_POSTPONE): INFO's blocked_clients and CLIENT
+    # LIST's b flag count them until the pause ends.
+    first, second = client(), client()
+    assert r.client_pause(100000, all=False)
+    one = in_background(first.set, "a", "1")
+    wait_blocked(r, 1)
+    two = in_background(second.lpush, "l", "x")
+    wait_blocked(r, 2)
+    flags = [c["flags"] for c in r.client_list() if c["cmd"] in ("set", "lpush")]
+    assert sorted(flags) == ["b", "b"]
+    assert r.client_unpause()
+    assert one() is True and two() == 1
+    wait_blocked(r, 0)
+
+
+def test_save_and_shutdown_are_refused_inside_multi(c):
+    assert c.command("MULTI") == "OK"
+    assert c.command("SHUTDOWN") == ("error", "ERR Command not allowed inside a transaction")
+    assert c.command("SAVE") == ("error", "ERR Command not allowed inside a transaction")
+    assert c.command("EXEC") == (
+        "error", "EXECABORT Transaction discarded because of previous errors.")
+    assert c.command("PING") == "PONG"                # still running
+
+
 def test_client_pause_ends_by_itself(r, client):
     writer = client()
     r.execute_command("CLIENT", "PAUSE", "200", "ALL")

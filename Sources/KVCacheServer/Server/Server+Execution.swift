@@ -134,6 +134,10 @@ extension Server {
             reject(connection, .noAuth, command: command)
             return
         }
+        if connection.transaction != nil && command.flags.contains("no_multi") {
+            reject(connection, ReplyError("ERR Command not allowed inside a transaction"), command: command)
+            return
+        }
         if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
             reject(connection, .loading, command: command)
             return

@@ -56,7 +56,7 @@ extension Server {
                 "maxclients:\(config.maxClients)",
                 "client_recent_max_input_buffer:0",
                 "client_recent_max_output_buffer:0",
-                "blocked_clients:\(blockedCount)",
+                "blocked_clients:\(blockedCount + postponedCount)",
                 "tracking_clients:0",
                 "clients_in_timeout_table:\(connections.reduce(0) { $0 + ($1?.blocked?.deadline != nil ? 1 : 0) })",
             ]

@@ -51,6 +51,10 @@ extension Server {
         }
     }
 
+    /// The clients whose command waits for the pause to end: Redis counts
+    /// them in INFO's blocked_clients (BLOCKED_POSTPONE is a block).
+    var postponedCount: Int { postponedClients.count { !$0.closed && $0.postponed != nil } }
+
     /// Holds `connection`'s command until the pause ends.
     func postpone(_ connection: Connection, _ args: Arguments) {
         connection.postponed = args.copies
