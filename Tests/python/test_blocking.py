@@ -321,6 +321,21 @@ def test_clients_held_by_a_pause_count_as_blocked(r, client):
     wait_blocked(r, 0)
 
 
+def test_no_key_expires_during_a_pause(r):
+    # Redis: during CLIENT PAUSE an expired key reads as absent, but neither
+    # a read nor the active sweep deletes it (expired_keys stays).
+    before = r.info("stats")["expired_keys"]
+    r.set("a", "1", px=30)
+    r.set("b", "2", px=30)
+    assert r.client_pause(100000, all=False)
+    time.sleep(0.3)                                   # the sweep runs meanwhile
+    assert r.get("a") is None and r.exists("b") == 0
+    assert r.info("stats")["expired_keys"] == before
+    assert r.client_unpause()
+    assert r.get("a") is None and r.get("b") is None
+    assert r.info("stats")["expired_keys"] == before + 2
+
+
 def test_save_and_shutdown_are_refused_inside_multi(c):
     assert c.command("MULTI") == "OK"
     assert c.command("SHUTDOWN") == ("error", "ERR Command not allowed inside a transaction")

@@ -21,6 +21,8 @@ extension Server {
             pauseType = max(pauseType, type)
             pauseEnd = max(pauseEnd, end)
         }
+        // As Redis: no key is expired (lazily or by the sweep) during a pause.
+        registry.accessTracking.expiryHeld = true
         if pauseEnd <= Self.nowMilliseconds() { unpauseClients() }
     }
 
@@ -28,6 +30,7 @@ extension Server {
     func unpauseClients() {
         pauseType = .off
         pauseEnd = 0
+        registry.accessTracking.expiryHeld = false
         let waiting = postponedClients
         postponedClients = []
         for client in waiting where !client.closed {

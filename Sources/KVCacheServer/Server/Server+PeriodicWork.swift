@@ -13,7 +13,7 @@ extension Server {
     /// Removes a bounded batch of expired entries from each open cache, so a
     /// mass expiry never stalls the loop; more left means poll again at once.
     func sweepExpired() {
-        guard activeExpire else { return }
+        guard activeExpire, pauseType == .off else { return }
         let deadline = Self.monotonicMicroseconds() + Self.sweepBudgetMicroseconds
         for cache in registry.open.values where cache.openError == nil {
             do {

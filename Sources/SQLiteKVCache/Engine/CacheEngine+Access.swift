@@ -12,6 +12,9 @@ public final class AccessTracking: @unchecked Sendable {
     public static let initialFrequency: UInt8 = 5
     public var lfuLogFactor = 10
     public var lfuDecayTime = 1
+    /// While set (Redis's CLIENT PAUSE), an expired key reads as absent but
+    /// is not deleted by a read: Redis's expireIfNeeded during a pause.
+    public var expiryHeld = false
 
     public init() {}
 

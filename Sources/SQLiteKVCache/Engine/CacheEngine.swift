@@ -154,7 +154,7 @@ public final class CacheEngine {
         let (found, slot) = try current(digest, key: key, counted: true)
         guard var row = found else { return nil }
         if row.isExpired(at: nowMilliseconds()) {
-            expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt)
+            if !access.expiryHeld { expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt) }
             return nil
         }
         if touch, let slot { access.touch(slot, now: nowMilliseconds()) }
@@ -183,7 +183,7 @@ public final class CacheEngine {
         let digest = hasher.digest(key)
         guard let state = try oldState(digest) else { return false }
         if let expiresAt = state.expiresAt, expiresAt <= nowMilliseconds() {
-            expire(digest, key: key, size: state.size, expiresAt: expiresAt)
+            if !access.expiryHeld { expire(digest, key: key, size: state.size, expiresAt: expiresAt) }
             return false
         }
         return true
