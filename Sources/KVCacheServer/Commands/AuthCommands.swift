@@ -88,7 +88,7 @@ private func reset(_ ctx: CommandContext) throws {
         c.isMonitor = false
         ctx.server.monitors.removeAll { $0 === c }
     }
-    c.cache = try ctx.server.registry.cache(named: "db0")
+    c.cache = try ctx.server.registry.firstCache()
     c.protocolVersion = 2
     c.name = []
     c.authenticated = ctx.server.config.requirePass.isEmpty

@@ -68,6 +68,34 @@ extension ServerConfig {
                 return "\(name) \(settings.capacity)" + (settings.policy.map { " \($0.rawValue)" } ?? "")
             }.joined(separator: " ")
         }),
+        // Named caches by number, for nutcracker's `redis_db` and other
+        // clients that speak only numbers (docs/cluster.md). Not live: a map
+        // changing under connected clients would be more confusing than useful.
+        ConfigDirective(name: "database-name", words: true, rewrite: .linePerEntry({ config in
+            config.databaseNames.keys.sorted().map { "database-name \($0) \(config.databaseNames[$0]!)" }
+        }), apply: { config, args, _ in
+            guard args.count == 2 else { throw ConfigError("usage: database-name <index> <cache>") }
+            guard let index = Int(args[0]), index >= 0, index <= Int(Int32.max), String(index) == args[0] else {
+                throw ConfigError("database-name: the index must be an integer from 0 to 2147483647: '\(args[0])'")
+            }
+            guard let name = try? SQLiteKVCache.canonicalHandle(args[1]) else {
+                throw ConfigError("database-name: invalid cache name '\(args[1])': use 1 to 64 of a-z 0-9 . _ -")
+            }
+            if let other = config.databaseNames[index], other != name {
+                throw ConfigError("database-name: index \(index) is already the cache '\(other)'")
+            }
+            if let (other, _) = config.databaseNames.first(where: { $0.value == name && $0.key != index }) {
+                throw ConfigError("database-name: '\(name)' is already database \(other)")
+            }
+            if name.hasPrefix("db"), let k = Int(name.dropFirst(2)), "db\(k)" == name, k != index {
+                throw ConfigError("database-name: '\(name)' is database \(k)'s own cache: it cannot stand for \(index)")
+            }
+            if name != "db\(index)" { config.databaseNames[index] = name }
+        }, render: { config in
+            config.databaseNames.keys.sorted().map { "\($0) \(config.databaseNames[$0]!)" }.joined(separator: " ")
+        }),
+        .choice("rejoin-policy", \.rejoinPolicy, ["keep", "flush", "expire"]),
+        .integer("rejoin-window", \.rejoinWindow, 1...Int(Int32.max)),
         // RDB snapshots: accepted so redis.conf files and tools work; SQLite
         // is the store of record here, and SAVE/BGSAVE apply to it.
         ConfigDirective(name: "save", live: true, apply: { _, _, _ in }, render: { _ in "" }),
@@ -113,6 +141,25 @@ extension ServerConfig {
         .choice("tls-auth-clients", \.tlsAuthClients, ["yes", "no", "optional"]),
         .integer("slowlog-log-slower-than", \.slowlogSlowerThan, -1...Int(Int64.max), live: true),
         .integer("slowlog-max-len", \.slowlogMaxLength, 0...Int(Int32.max), live: true),
+        .integer("latency-monitor-threshold", \.latencyMonitorThreshold, 0...Int(Int64.max), live: true),
+        .yesNo("latency-tracking", \.latencyTracking, live: true),
+        // Redis's form: percentiles separated by blanks, "" for none.
+        ConfigDirective(name: "latency-tracking-info-percentiles", live: true, words: true, rewrite: .linePerEntry({ config in
+            let value = percentileList(config.latencyTrackingPercentiles)
+            return ["latency-tracking-info-percentiles " + (value.isEmpty ? "\"\"" : value)]
+        }), apply: { config, args, _ in
+            var percentiles: [Double] = []
+            for word in args where !(args.count == 1 && word.isEmpty) {
+                guard let value = Double(word), value.isFinite else {
+                    throw ConfigError("Invalid latency-tracking-info-percentiles parameters")
+                }
+                guard value >= 0 && value <= 100 else {
+                    throw ConfigError("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+                }
+                percentiles.append(value)
+            }
+            config.latencyTrackingPercentiles = percentiles
+        }, render: { percentileList($0.latencyTrackingPercentiles) }),
         .text("requirepass", \.requirePass, live: true),
         .yesNo("protected-mode", \.protectedMode, live: true),
         ConfigDirective(name: "rename-command", rewrite: .linePerEntry({ config in
@@ -149,9 +196,8 @@ extension ServerConfig {
         .integer("list-compress-depth", \.listCompressDepth, 0...Int(Int32.max), live: true),
         .integer("active-expire-effort", \.activeExpireEffort, 1...10, live: true),
         .choice("sanitize-dump-payload", \.sanitizeDumpPayload, ["no", "yes", "clients"], live: true),
-        // Replication, RDB and latency settings (no replicas, RDB files or
-        // latency tracker here): accepted so that Redis's tests and clients
-        // that set them run on.
+        // Replication and RDB settings (no replicas or RDB files here):
+        // accepted so that Redis's tests and clients that set them run on.
         .acceptedInteger("repl-ping-replica-period", aliases: ["repl-ping-slave-period"], default: 10, 1...Int(Int32.max)),
         .acceptedInteger("repl-timeout", default: 60, 1...Int(Int32.max)),
         .acceptedSize("repl-backlog-size", default: 1_048_576),
@@ -161,7 +207,6 @@ extension ServerConfig {
         .acceptedYesNo("replica-read-only", aliases: ["slave-read-only"], default: true),
         .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)),
         .acceptedYesNo("aof-use-rdb-preamble", default: true),
-        .acceptedYesNo("latency-tracking", default: true),
     ] + ["lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del",
          "lazyfree-lazy-user-flush"].map { name in
         ConfigDirective(name: name, live: true, apply: { config, args, name in

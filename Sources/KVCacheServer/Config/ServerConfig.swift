@@ -43,6 +43,19 @@ public struct ServerConfig: Sendable {
     public var defaultCapacity = 0
     public var evictionPolicy = EvictionPolicy.fifo
     public var caches: [String: CacheSettings] = [:]
+    /// `database-name <index> <cache>`: database indexes that stand for a
+    /// named cache (SELECT, MOVE, COPY … DB, SWAPDB, a connection's start),
+    /// so a client or proxy that speaks only numbers reaches it.
+    public var databaseNames: [Int: String] = [:]
+    /// What a restarted node does with what it held (docs/cluster.md):
+    /// `keep` serves it (a single server's promise), `flush` starts empty,
+    /// `expire` caps the life of everything held at `rejoinWindow` seconds.
+    public enum RejoinPolicy: String, Sendable { case keep, flush, expire }
+    public var rejoinPolicy = RejoinPolicy.keep
+    public var rejoinWindow = 300
+
+    /// The cache a database index stands for: its `database-name`, else `db<index>`.
+    public func cacheName(forIndex index: Int) -> String { databaseNames[index] ?? "db\(index)" }
     /// SQLite's page cache per open cache file.
     public var pageCacheBytes = 16 * 1024 * 1024
     /// SQLite's max_page_count per cache file (0: unlimited): a write past it
@@ -93,6 +106,14 @@ public struct ServerConfig: Sendable {
     /// (negative: none), and the log keeps this many.
     public var slowlogSlowerThan = 10_000
     public var slowlogMaxLength = 128
+    /// LATENCY: events that took at least this many milliseconds are kept
+    /// (Redis's `latency-monitor-threshold`; 0: the monitor is off).
+    public var latencyMonitorThreshold = 0
+    /// Per-command latency histograms, for INFO latencystats and LATENCY
+    /// HISTOGRAM (Redis's `latency-tracking`).
+    public var latencyTracking = true
+    /// The percentiles INFO latencystats reports (Redis's `latency-tracking-info-percentiles`).
+    public var latencyTrackingPercentiles: [Double] = [50, 99, 99.9]
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
@@ -119,9 +140,9 @@ public struct ServerConfig: Sendable {
     var activeExpireEffort = 1
     var sanitizeDumpPayload = "no"
     var lazyFree: [String: Bool] = [:]
-    /// Replication, RDB and latency settings Redis's tests set: checked as
-    /// Redis checks them, answered by CONFIG GET, and otherwise unused
-    /// (there are no replicas, no RDB files, no latency tracker here).
+    /// Replication and RDB settings Redis's tests set: checked as Redis
+    /// checks them, answered by CONFIG GET, and otherwise unused (there are
+    /// no replicas and no RDB files here).
     var acceptedSettings: [String: String] = [:]
 
     public init() {}

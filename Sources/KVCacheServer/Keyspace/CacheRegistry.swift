@@ -58,19 +58,26 @@ final class CacheRegistry {
             throw ConfigError("the data directory \(config.dir) is not writable: \(String(cString: strerror(errno)))")
         }
         directoryLock = try Self.lockDirectory(config.dir)
+        if config.rejoinPolicy == .flush { try Self.removeCachedData(config, logger: logger) }
         for file in (try? fm.contentsOfDirectory(atPath: config.dir)) ?? [] where file.hasSuffix(".sqlite") {
             let name = String(file.dropLast(".sqlite".count))
             if SQLiteKVCache.isValidHandle(name) && name == name.lowercased() { known.insert(name) }
         }
+        for (index, name) in config.databaseNames.sorted(by: { $0.key < $1.key }) where known.contains("db\(index)") {
+            logger.notice("Database \(index) is the cache '\(name)' (database-name); the file db\(index).sqlite "
+                + "is left as it is and reached as SELECT db\(index)")
+        }
     }
 
     /// The cache a `SELECT` argument names: a number n in `0..<databases` is
-    /// `db<n>`, anything else a cache name.
+    /// `db<n>` (or the cache `database-name` maps n to, whatever its
+    /// range), anything else a cache name.
     /// - Throws: `ReplyError` for an out-of-range index, an invalid name, or
     ///   a new cache past `max-caches`.
     func cache(selecting argument: some Collection<UInt8>) throws(ReplyError) -> OpenCache {
         if let index = parseStrictInt64(argument) {
             guard index >= Int64(Int32.min) && index <= Int64(Int32.max) else { throw .intOutOfRange }
+            if let mapped = config.databaseNames[Int(index)] { return try cache(named: mapped) }
             guard index >= 0 && index < Int64(config.databases) else { throw .dbIndexOutOfRange }
             return try cache(named: "db\(index)")
         }
@@ -90,6 +97,30 @@ final class CacheRegistry {
         return !digits.isEmpty && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
+    /// `rejoin-policy flush`: every cache's file and the append-only log go
+    /// before anything opens them, so the node starts empty (unlinking the
+    /// files, not a DELETE over large tables). Other files stay.
+    static func removeCachedData(_ config: ServerConfig, logger: Logger) throws {
+        let fm = FileManager.default
+        var removed = 0
+        for file in (try? fm.contentsOfDirectory(atPath: config.dir)) ?? [] where file.contains(".sqlite") {
+            guard unlink(config.dir + "/" + file) == 0 || errno == ENOENT else {
+                throw ConfigError("rejoin-policy flush: can't remove \(config.dir)/\(file): \(String(cString: strerror(errno)))")
+            }
+            if file.hasSuffix(".sqlite") { removed += 1 }
+        }
+        let logDirectory = config.dir + "/" + config.appendDirName
+        if fm.fileExists(atPath: logDirectory) {
+            do { try fm.removeItem(atPath: logDirectory) } catch {
+                throw ConfigError("rejoin-policy flush: can't remove \(logDirectory): \(error.localizedDescription)")
+            }
+        }
+        logger.notice("rejoin-policy flush: started empty (removed \(removed) cache files and the append-only log)")
+    }
+
+    /// The cache every connection starts in (database 0, or its `database-name`).
+    func firstCache() throws(ReplyError) -> OpenCache { try cache(named: config.cacheName(forIndex: 0)) }
+
     /// The cache with this canonical name, opening (and creating) it if needed.
     func cache(named name: String) throws(ReplyError) -> OpenCache {
         if let cache = open[name] { return cache }
@@ -97,7 +128,7 @@ final class CacheRegistry {
             throw ReplyError("ERR max-caches reached (\(config.maxCaches)): cannot create cache '\(name)'")
         }
         let (engine, openError) = openEngine(name)
-        let cache = OpenCache(name: name, engine: engine, openError: openError)
+        let cache = OpenCache(name: name, engine: engine, openError: openError, databaseNames: config.databaseNames)
         cache.checkCapacity()
         open[name] = cache
         known.insert(name)
@@ -117,6 +148,8 @@ final class CacheRegistry {
 
     /// Told when a cache's engine opens (the log must stay ahead of its file).
     var onOpen: ((CacheEngine) -> Void)?
+    /// Where a slow open (a VACUUM of a fragmented file) is reported, as LATENCY's `cache-open`.
+    var latency: LatencyMonitor?
 
     /// Creates and opens the engine for `name` with its configured capacity and policy.
     private func openEngine(_ name: String) -> (CacheEngine?, SQLiteKVCache.Error?) {
@@ -137,6 +170,7 @@ final class CacheRegistry {
         do {
             let engine = try CacheEngine.open(handle: name, directory: config.dir, configuration: configuration)
             let elapsed = Server.nowMilliseconds() - started
+            latency?.addIfNeeded("cache-open", milliseconds: Int(elapsed))
             let line = "Opened cache '\(name)': \(engine.count) keys in \(elapsed) ms"
             if elapsed >= 1000 || engine.count >= 1_000_000 { logger.notice(line) } else { logger.verbose(line) }
             onOpen?(engine)

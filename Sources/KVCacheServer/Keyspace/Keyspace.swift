@@ -26,7 +26,7 @@ import SQLiteKVCache
 struct Keyspace {
     typealias Entry = SQLiteKVCache.Entry
 
-    unowned let server: Server
+    unowned(unsafe) let server: Server  // the server outlives every request
     let cache: OpenCache
 
     init(server: Server, cache: OpenCache) {
@@ -63,6 +63,17 @@ struct Keyspace {
         countLookup(hit: entry != nil)
         if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
         return entry
+    }
+
+    /// The value of `key`, a counted read as `lookupRead`, without building
+    /// an entry: GET's path.
+    /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
+    func lookupValue(_ key: [UInt8], as kind: ValueKind) throws -> StoredValue? {
+        let found = try run { engine throws(SQLiteKVCache.Error) in try engine.getValue(key) }
+        countLookup(hit: found != nil)
+        guard let found else { return nil }
+        if found.kind != kind { throw ReplyError.wrongType }
+        return found.value
     }
 
     /// The live entry for `key` as stored (a collection's value may be live),

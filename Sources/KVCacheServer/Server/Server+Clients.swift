@@ -50,7 +50,7 @@ extension Server {
             let token = UInt64(generation) << 32 | UInt64(UInt32(fd))
             let cache: OpenCache
             do {
-                cache = try registry.cache(named: "db0")
+                cache = try registry.firstCache()
             } catch {
                 logger.warning("Cannot open db0 for a new client: \(error.text)")
                 Posix.close(fd)

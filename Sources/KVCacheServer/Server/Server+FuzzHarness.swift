@@ -15,7 +15,7 @@ extension Server {
             config.maxCaches = 8
             config.logLevel = .nothing
             server = try Server(config: config, logger: Logger(level: .nothing, path: ""))
-            connection = Connection(id: 1, fd: -1, token: 0, peer: nil, local: "fuzz", cache: try server.registry.cache(named: "db0"),
+            connection = Connection(id: 1, fd: -1, token: 0, peer: nil, local: "fuzz", cache: try server.registry.firstCache(),
                                     limits: server.requestLimits, now: Server.nowMilliseconds())
         }
 

@@ -135,11 +135,17 @@ public final class Server {
     // MARK: Statistics (ServerStats, Server+Info)
 
     var stats = ServerStats()
+    /// LATENCY's events (Latency/).
+    let latency = LatencyMonitor()
     /// The largest RSS INFO has seen.
     var peakMemory = 0
     /// What malloc had handed out when the loop started (MEMORY STATS's
     /// `startup.allocated`).
     var startupMemory = 0
+    /// `rejoin-policy expire`'s pass over what the caches held at start-up,
+    /// while it runs; then how many keys it capped and deleted.
+    var rejoin: RejoinPass?
+    var rejoinFinished: (capped: Int, deleted: Int)?
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
 
@@ -164,6 +170,8 @@ public final class Server {
         }
         slowlog.threshold = config.slowlogSlowerThan
         slowlog.maxLength = config.slowlogMaxLength
+        latency.threshold = config.latencyMonitorThreshold
+        registry.latency = latency
         if config.tlsPort != 0 {
             guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
                 throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
@@ -234,6 +242,7 @@ public final class Server {
         registry.apply(newConfig)
         slowlog.threshold = newConfig.slowlogSlowerThan
         slowlog.maxLength = newConfig.slowlogMaxLength
+        latency.threshold = newConfig.latencyMonitorThreshold
     }
 
     // MARK: The loop
@@ -246,13 +255,19 @@ public final class Server {
         let heap = mallinfo2()
         startupMemory = Int(heap.uordblks + heap.hblkhd)
         // db0 is every client's first cache: open it now, so a large file's
-        // progress shows at start-up, not on the first connection.
-        _ = try? registry.cache(named: "db0")
+        // progress shows at start-up, not on the first connection; then
+        // every other cache with a file, so INFO (and the dashboards that
+        // read it) counts every cache from the start, not only those used since.
+        _ = try? registry.firstCache()
+        for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
+        if config.rejoinPolicy == .expire {
+            rejoin = RejoinPass(startedAt: Self.nowMilliseconds(), window: config.rejoinWindow)
+        }
         while running {
-            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading
+            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading || rejoin != nil
             var timeout: Int32 = poll ? 0 : 100
             if blockedCount > 0, let wait = millisecondsToNextDeadline(now: Self.nowMilliseconds()) {
                 timeout = min(timeout, Int32(min(wait, 100)))
@@ -271,6 +286,8 @@ public final class Server {
                     logger.warning("Replaying the append-only log failed: \(error)")
                     throw ConfigError("the append-only log cannot be replayed: \(error)")
                 }
+            } else if rejoin != nil {
+                rejoinStep(budget: 2000)
             }
             if blockedCount > 0 { expireBlockedClients(now: Self.nowMilliseconds()) }
             if pauseType != .off { checkPauseEnd(now: Self.nowMilliseconds()) }

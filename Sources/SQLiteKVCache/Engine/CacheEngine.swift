@@ -150,8 +150,14 @@ public final class CacheEngine {
     /// - Parameter touch: stamp the access (Redis's LRU clock and LFU
     ///   counter); false for reads that must not (TYPE, TTL, OBJECT).
     public func get(_ key: [UInt8], touch: Bool = true) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        try get(key, counted: true, touch: touch)
+    }
+
+    /// `get`, counting the memory tier's hit or miss only when `counted`
+    /// (`getValue` has counted the miss that sent it here).
+    private func get(_ key: [UInt8], counted: Bool, touch: Bool) throws(SQLiteKVCache.Error) -> StoredEntry? {
         let digest = hasher.digest(key)
-        let (found, slot) = try current(digest, key: key, counted: true)
+        let (found, slot) = try current(digest, key: key, counted: counted)
         guard var row = found else { return nil }
         if row.isExpired(at: nowMilliseconds()) {
             if !access.expiryHeld { expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt) }
@@ -169,6 +175,25 @@ public final class CacheEngine {
             }
         }
         return StoredEntry(key: key, row: row)
+    }
+
+    /// GET's path: the kind and value of `key`'s live entry, read in place
+    /// from the memory tier when it is there (no entry is built, no key or
+    /// metadata copied); otherwise as `get`. Same expiry, LRU and counting.
+    public func getValue(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> (kind: ValueKind, value: StoredValue)? {
+        if policy != .lru, let slot = table.slot(digest: hasher.digest(key), counting: true) {
+            guard slot.row != nil else { return nil }
+            if let expiresAt = slot.row!.expiresAt, expiresAt <= nowMilliseconds() {
+                if !access.expiryHeld {
+                    expire(slot.digest, key: key, size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
+                }
+                return nil
+            }
+            access.touch(slot, now: nowMilliseconds())
+            return (slot.row!.kind, slot.row!.value)
+        }
+        guard let entry = try get(key, counted: policy == .lru, touch: true) else { return nil }
+        return (entry.row.kind, entry.row.value)
     }
 
     /// The live entry for `key` without touching it (no LRU, no lazy delete).
