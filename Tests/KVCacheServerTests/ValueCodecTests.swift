@@ -32,6 +32,19 @@ struct ValueCodecTests {
         #expect(Array(try ListValue(decoding: bytes).items) == items)
     }
 
+    /// Encoding is linear in the list's size: it once copied the whole
+    /// output per element (a million-element list took minutes to encode,
+    /// and the writer held shutdown that long). 200,000 elements take well
+    /// under a second even in a debug build; quadratic, hours.
+    @Test func aLargeListEncodesInLinearTime() throws {
+        let list = ListValue((0..<200_000).map { Array("element:\($0)".utf8) })
+        let started = ContinuousClock.now
+        let bytes = list.encoded()
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(bytes.count == list.encodedSize)
+        #expect(try ListValue(decoding: bytes).count == 200_000)
+    }
+
     @Test func listKeepsItsEncodedSizeThroughEveryChange() throws {
         var random = Generator(state: 1)
         let list = ListValue()

@@ -55,7 +55,10 @@ enum CollectionCodec {
     static func appendListElement(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         let start = out.count
         appendVarint(bytes.count, to: &out)
-        let prefix = out[start...].reversed()
+        // The reversed varint copied out first: a lazy view of `out` kept
+        // across the appends made each one copy the whole buffer (O(n²) to
+        // encode a list: a million elements took minutes).
+        let prefix = Array(out[start...].reversed())
         out.append(contentsOf: bytes)
         out.append(contentsOf: prefix)
     }
