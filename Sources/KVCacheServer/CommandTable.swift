@@ -220,7 +220,8 @@ struct CommandTable: Sendable {
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
         + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
-        + dumpCommands + persistenceCommands + latencyCommands + memoryCommands)
+        + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
+        + scriptingCommands + geoCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

@@ -201,8 +201,6 @@ extension ServerConfig {
         .acceptedInteger("repl-ping-replica-period", aliases: ["repl-ping-slave-period"], default: 10, 1...Int(Int32.max)),
         .acceptedInteger("repl-timeout", default: 60, 1...Int(Int32.max)),
         .acceptedSize("repl-backlog-size", default: 1_048_576),
-        .acceptedInteger("min-replicas-to-write", aliases: ["min-slaves-to-write"], default: 0, 0...Int(Int32.max)),
-        .acceptedInteger("min-replicas-max-lag", aliases: ["min-slaves-max-lag"], default: 10, 0...Int(Int32.max)),
         .acceptedYesNo("replica-serve-stale-data", aliases: ["slave-serve-stale-data"], default: true),
         .acceptedYesNo("replica-read-only", aliases: ["slave-read-only"], default: true),
         .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)),
@@ -216,12 +214,22 @@ extension ServerConfig {
             default: throw ConfigError("argument must be 'yes' or 'no'")
             }
         }, render: { ($0.lazyFree[name] ?? false) ? "yes" : "no" })
-    }
+    } + scriptingDirectives
 
     /// Every name a directive answers to (aliases right after their
     /// directive), in the table's order: what CONFIG GET matches.
-    static let directiveNames: [(name: String, directive: ConfigDirective)] =
-        directives.flatMap { directive in directive.names.map { ($0, directive) } }
+    /// A directive whose name a later one takes again is dropped: the
+    /// later one gives the setting its meaning (scripting's
+    /// `min-replicas-to-write` over a setting merely accepted).
+    static let directiveNames: [(name: String, directive: ConfigDirective)] = {
+        var taken = Set<String>()
+        var kept: [ConfigDirective] = []
+        for directive in directives.reversed() where !directive.names.contains(where: taken.contains) {
+            taken.formUnion(directive.names)
+            kept.append(directive)
+        }
+        return kept.reversed().flatMap { directive in directive.names.map { ($0, directive) } }
+    }()
 
     /// The directives by each of their names.
     static let directivesByName: [String: ConfigDirective] = Dictionary(uniqueKeysWithValues: directiveNames.map { ($0.name, $0.directive) })

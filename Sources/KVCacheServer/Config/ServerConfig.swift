@@ -144,6 +144,8 @@ public struct ServerConfig: Sendable {
     /// checks them, answered by CONFIG GET, and otherwise unused (there are
     /// no replicas and no RDB files here).
     var acceptedSettings: [String: String] = [:]
+    /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
+    var scripting = ScriptingSettings()
 
     public init() {}
 

@@ -138,6 +138,11 @@ struct Keyspace {
         try run { engine throws(SQLiteKVCache.Error) in try engine.get(key, touch: false) }
     }
 
+    /// The entry for `key`, expired or not, untouched (DEBUG OBJECT).
+    func peekIncludingExpired(_ key: [UInt8]) throws -> StoredEntry? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.peekIncludingExpired(key) }
+    }
+
     /// Whether `key` has a live entry, without reading its value.
     /// - Parameter counted: count a keyspace hit or miss (EXISTS does).
     func exists(_ key: [UInt8], counted: Bool = false) throws -> Bool {

@@ -158,6 +158,14 @@ extension Server {
                 return
             }
         }
+        if busyScript != nil, let refusal = busyScriptRefusal(command, args) {
+            reject(connection, refusal, stats: stats)
+            return
+        }
+        if command.isWrite && config.scripting.minReplicasToWrite > 0 && !persistence.replaying {
+            reject(connection, .noReplicas, stats: stats)
+            return
+        }
         if !persistence.replaying && connection.fd >= 0 && isPaused(command, connection) {
             postpone(connection, args)
             return

@@ -127,6 +127,9 @@ extension Server {
                 "memory_tier_used:\(registry.memoryBudget.used)",
                 "memtable_bytes:\(registry.memoryBudget.unappliedBytes)",
                 "stored_content_bytes:\(contentBytes)",
+                "number_of_cached_scripts:\(scripting.scripts.count)",
+                "number_of_functions:\(scripting.libraries.functionCount)",
+                "number_of_libraries:\(scripting.libraries.all.count)",
             ]
         case "persistence":
             return persistence.infoLines() + [

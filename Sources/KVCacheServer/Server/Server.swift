@@ -109,6 +109,15 @@ public final class Server {
     var monitors: [Connection] = []
     var slowlog = SlowLog()
 
+    // MARK: Scripting (Scripting/)
+
+    /// EVAL's and FUNCTION's interpreters, the script cache, the libraries.
+    lazy var scripting = Scripting(server: self)
+    /// A script running past busy-reply-threshold: other clients get -BUSY.
+    var busyScript: ScriptRun?
+    /// Set while a busy script's hook serves the other clients.
+    var processingWhileBusy = false
+
     // MARK: Caches and persistence (Server+Persistence)
 
     let registry: CacheRegistry
@@ -260,6 +269,7 @@ public final class Server {
         // read it) counts every cache from the start, not only those used since.
         _ = try? registry.firstCache()
         for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
+        _ = scripting  // the interpreters, and the function libraries kept by the last run
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }

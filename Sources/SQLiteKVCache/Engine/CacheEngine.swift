@@ -203,6 +203,13 @@ public final class CacheEngine {
         return StoredEntry(key: key, row: row)
     }
 
+    /// The entry for `key` even when it has expired (and is not yet
+    /// removed), untouched: what Redis's DEBUG OBJECT finds in its dict.
+    public func peekIncludingExpired(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        guard let row = try current(hasher.digest(key), key: key, counted: false).row else { return nil }
+        return StoredEntry(key: key, row: row)
+    }
+
     /// Whether `key` has a live entry; an expired one is removed on the way.
     public func contains(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
