@@ -218,7 +218,8 @@ struct CommandTable: Sendable {
 
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
-        + observabilityCommands + bitCommands + listCommands + setCommands + hashCommands + sortedSetCommands
+        + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
+        + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
         + scriptingCommands + geoCommands)
 

@@ -21,6 +21,8 @@ public final class SQLiteKVCache: @unchecked Sendable {
         public var memoryTierBytes: Int
         /// A budget shared with other caches, used instead of `memoryTierBytes` when set.
         public var sharedMemoryBudget: MemoryBudget?
+        /// How accesses stamp keys (LRU clock, LFU counter), shared with other caches when set.
+        public var accessTracking: AccessTracking?
         /// The time used for expiry, injectable for tests.
         public var clock: @Sendable () -> Date
         /// SQLite's `max_page_count` for the file (0: SQLite's default); a

@@ -27,6 +27,7 @@ struct ConfigTests {
             bind 127.0.0.1 -::1
             requirepass "pass word"
             maxmemory-policy allkeys-lru
+            eviction-policy lru
             cache sessions 256mb lru
             cache Other 1kb
             hash-max-ziplist-entries 100
@@ -36,6 +37,7 @@ struct ConfigTests {
         #expect(config.bind == ["127.0.0.1", "::1"])
         #expect(config.requirePass == "pass word")
         #expect(config.evictionPolicy == .lru)
+        #expect(config.maxMemoryPolicy == .allkeysLRU)
         #expect(config.caches == ["sessions": CacheSettings(capacity: 256 << 20, policy: .lru),
                                   "other": CacheSettings(capacity: 1024, policy: nil)])
         #expect(config.encodingLimits.hashMaxListpackEntries == 100)
@@ -50,7 +52,9 @@ struct ConfigTests {
         ("loglevel loud", "k.conf, line 1 ('loglevel loud'): argument(s) must be one of the following: debug, verbose, notice, warning, nothing"),
         ("protected-mode maybe", "k.conf, line 1 ('protected-mode maybe'): argument must be 'yes' or 'no'"),
         ("proto-max-bulk-len 1kb", "k.conf, line 1 ('proto-max-bulk-len 1kb'): proto-max-bulk-len must be at least 1mb"),
-        ("maxmemory-policy nope", "k.conf, line 1 ('maxmemory-policy nope'): unknown eviction policy 'nope' (use fifo, lru, volatile-ttl or noeviction)"),
+        ("eviction-policy nope", "k.conf, line 1 ('eviction-policy nope'): unknown eviction policy 'nope' (use fifo, lru, volatile-ttl or noeviction)"),
+        ("maxmemory-policy lru", "k.conf, line 1 ('maxmemory-policy lru'): argument(s) must be one of the following: noeviction, "
+            + "allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl, fifo"),
         ("zset-max-ziplist-value x", "k.conf, line 1 ('zset-max-ziplist-value x'): argument couldn't be parsed into an integer: 'x'"),
         ("requirepass \"open", "k.conf, line 1: unbalanced quotes in 'requirepass \"open'"),
     ]
@@ -67,9 +71,11 @@ struct ConfigTests {
     @Test func directiveTableNamesAreUniqueAndAliasesFollowTheirDirective() {
         let names = ServerConfig.directiveNames.map(\.name)
         #expect(Set(names).count == names.count)
-        let policy = names.firstIndex(of: "eviction-policy")!
-        #expect(names[policy + 1] == "maxmemory-policy")
-        #expect(ServerConfig.directivesByName["maxmemory-policy"]?.name == "eviction-policy")
+        let list = names.firstIndex(of: "list-max-listpack-size")!
+        #expect(names[list + 1] == "list-max-ziplist-size")
+        #expect(ServerConfig.directivesByName["list-max-ziplist-size"]?.name == "list-max-listpack-size")
+        // Redis's maxmemory-policy is the server-wide limit's, not a cache's capacity policy.
+        #expect(ServerConfig.directivesByName["maxmemory-policy"]?.name == "maxmemory-policy")
         #expect(ServerConfig.directivesByName["port"]?.live == false)
         #expect(ServerConfig.directivesByName["timeout"]?.live == true)
         #expect(ServerConfig.directivesByName["bind"]?.words == true)

@@ -14,8 +14,8 @@ private func hex(_ text: String) -> [UInt8] {
     return out
 }
 
-private func entry(_ kind: ValueKind, _ value: [UInt8]) -> SQLiteKVCache.Entry {
-    SQLiteKVCache.Entry(key: Array("k".utf8), storageDate: Date(), metadata: [], value: value, kind: kind)
+private func entry(_ kind: ValueKind, _ value: [UInt8]) -> StoredEntry {
+    StoredEntry(key: Array("k".utf8), row: Row(storageDate: 0, expiresAt: nil, kind: kind, metadata: [], value: .bytes(value)))
 }
 
 /// DUMP and RESTORE payloads, against what Redis 7.0.15 produced for the
@@ -46,7 +46,7 @@ struct RDBTests {
         // SADD is 1 2 3: an intset.
         let (setKind, set) = try RDB.load(hex("0b0e02000000030000000100020003000a00a5025ce26d6e4d1b"), limits: limits)
         #expect(setKind == .set)
-        #expect(try SetValue(decoding: set).members == [[49], [50], [51]])
+        #expect(try SetValue(decoding: set).allMembers == [[49], [50], [51]])
         // HSET h f v g w: a listpack.
         let (hashKind, hash) = try RDB.load(hex("1013130000000400816602817602816702817702ff0a00d9dec5c9160fb235"), limits: limits)
         #expect(hashKind == .hash)
@@ -54,7 +54,7 @@ struct RDBTests {
         // ZADD z 1 a 2.5 b: a listpack.
         let (zsetKind, zset) = try RDB.load(hex("1114140000000400816102010181620283322e3504ff0a00d44c6ea4f644d9d7"), limits: limits)
         #expect(zsetKind == .zset)
-        #expect(try ZSetValue(decoding: zset).scores == [1, 2.5])
+        #expect(try ZSetValue(decoding: zset).allElements.map(\.score) == [1, 2.5])
     }
 
     @Test(arguments: [ValueKind.list, .set, .hash, .zset])
@@ -64,16 +64,16 @@ struct RDBTests {
         switch kind {
         case .list: value = ListValue((0..<50).map { Array("item \($0)".utf8) }).encoded()
         case .set:
-            var set = SetValue()
+            let set = SetValue()
             for i in 0..<50 { set.add(Array("m\(i)".utf8), limits: limits) }
             value = set.encoded()
         case .hash:
-            var hash = HashValue()
+            let hash = HashValue()
             for i in 0..<50 { hash.set(Array("f\(i)".utf8), Array(String(repeating: "v", count: i).utf8)) }
             hash.settleEncoding(limits: limits)
             value = hash.encoded()
         default:
-            var zset = ZSetValue()
+            let zset = ZSetValue()
             for i in 0..<50 { zset.set(Array("m\(i)".utf8), score: Double(i) / 3) }
             value = zset.encoded()
         }

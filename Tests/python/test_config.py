@@ -32,8 +32,7 @@ def test_sample_config_documents_every_directive_at_its_default(fresh_server, tm
         assert loaded[name] == value, name
     text = open(SAMPLE).read()
     for name in defaults:
-        assert re.search(r"^#?\s*%s\b" % re.escape(name), text, re.M) or name == "maxmemory-policy" and \
-            "maxmemory-policy" in text, "%s is not documented in kvcache.conf" % name
+        assert re.search(r"^#?\s*%s\b" % re.escape(name), text, re.M), "%s is not documented in kvcache.conf" % name
 
 
 @pytest.mark.kvcache_only
@@ -211,3 +210,23 @@ def test_config_rewrite_that_cannot_write_answers_the_error(fresh_server):
     assert c.command("CONFIG", "REWRITE") == "OK"  # a file that went away is written anew
     assert "timeout 9\n" in open(path).read()
     assert not [f for f in os.listdir(s.dir) if ".tmp-" in f or f.startswith("temp-")]
+
+
+def test_replication_and_rdb_settings_are_accepted_and_checked_as_redis(fresh_server):
+    # Redis's test files set these (attach_to_replication_stream sets
+    # repl-ping-replica-period); nothing here uses them, but CONFIG SET and
+    # GET answer as Redis's.
+    c = fresh_server().raw()
+    assert c.command("CONFIG", "GET", "repl-ping-replica-period") == [b"repl-ping-replica-period", b"10"]
+    assert c.command("CONFIG", "SET", "repl-ping-replica-period", "3600") == "OK"
+    assert c.command("CONFIG", "GET", "repl-ping-slave-period") == [b"repl-ping-slave-period", b"3600"]
+    assert c.command("CONFIG", "SET", "repl-ping-slave-period", "0") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'repl-ping-slave-period') - "
+                 "argument must be between 1 and 2147483647 inclusive")
+    assert c.command("CONFIG", "SET", "replica-read-only", "maybe") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'replica-read-only') - "
+                 "argument must be 'yes' or 'no'")
+    assert c.command("CONFIG", "SET", "repl-backlog-size", "2mb") == "OK"
+    assert c.command("CONFIG", "GET", "repl-backlog-size") == [b"repl-backlog-size", b"2097152"]
+    assert c.command("CONFIG", "SET", "min-slaves-to-write", "1") == "OK"
+    assert c.command("CONFIG", "GET", "min-replicas-to-write") == [b"min-replicas-to-write", b"1"]

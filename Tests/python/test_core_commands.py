@@ -481,6 +481,42 @@ def test_command_info_set_arity_and_unknown(raw):
     assert raw.command("COMMAND", "INFO", "nosuch") == [None]
 
 
+def test_command_getkeys_follows_the_key_specs(raw):
+    # Redis's getKeysFromCommandWithSpecs: each reply was observed on 7.0.15.
+    def keys(*args):
+        return raw.command("COMMAND", "GETKEYS", *args)
+
+    assert keys("get", "key") == [b"key"]
+    assert keys("memory", "usage", "key") == [b"key"]                 # a subcommand's own specs
+    assert keys("zunionstore", "t", "3", "a", "b", "c") == [b"t", b"a", b"b", b"c"]
+    assert keys("blmpop", "0", "2", "a", "b", "left") == [b"a", b"b"]
+    assert keys("blpop", "a", "b", "c", "0") == [b"a", b"b", b"c"]
+    assert keys("sort", "abc", "store", "invalid", "store", "stillbad", "store", "def") == [b"abc", b"def"]
+    assert keys("sort", "k", "limit", "0", "1", "get", "#", "by", "x", "store") == [b"k"]
+    assert keys("sort_ro", "abc") == [b"abc"]
+    invalid = ("error", "ERR Invalid arguments specified for command")
+    assert keys("zunionstore", "t", "5", "a", "b", "c") == invalid
+    assert keys("sintercard", "3", "a", "b") == invalid
+    assert keys("zinterstore", "t", "x", "a") == invalid
+    assert keys("get", "a", "b") == ("error", "ERR Invalid number of arguments specified for command")
+    assert keys("ping", "x") == ("error", "ERR The command has no key arguments")
+    assert keys("nosuch", "a") == ("error", "ERR Invalid command specified")
+    assert keys("get") == ("error", "ERR wrong number of arguments for 'command|getkeys' command")
+
+    def flags(*args):  # flags are status replies
+        return raw.command("COMMAND", "GETKEYSANDFLAGS", *args)
+
+    assert flags("LMOVE", "k1", "k2", "left", "right") == [[b"k1", ["RW", "access", "delete"]],
+                                                          [b"k2", ["RW", "insert"]]]
+    assert flags("sort", "k1", "store", "k2") == [[b"k1", ["RO", "access"]], [b"k2", ["OW", "update"]]]
+    # SET and BITFIELD: the flags depend on the arguments.
+    assert flags("set", "k", "v") == [[b"k", ["OW", "update"]]]
+    assert flags("set", "k", "v", "get") == [[b"k", ["RW", "access", "update"]]]
+    assert flags("bitfield", "k", "get", "u8", "0") == [[b"k", ["RO", "access"]]]
+    assert flags("bitfield", "k", "overflow", "sat", "incrby", "u8", "0", "1") == [
+        [b"k", ["RW", "access", "update"]]]
+
+
 def check_docs_shape(reply):
     """What redis-cli 7.0 reads from COMMAND DOCS: an array of name, doc
     pairs where each doc is an array (a map in RESP3). An odd count crashes

@@ -23,6 +23,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -345,7 +346,13 @@ class Server:
 def run_helper(tree: Path, port: int, unit: str, args, out_path: Path) -> tuple[str, float, bool]:
     """Runs one unit file; returns (output, seconds, killed by our timeout)."""
     argv = ["tclsh", "tests/test_helper.tcl", "--host", HOST, "--port", str(port),
-            "--single", unit, "--timeout", str(args.helper_timeout), "--dont-clean"]
+            "--single", unit, "--timeout", str(args.helper_timeout), "--dont-clean",
+            # The helper listens for its test clients just below --baseport
+            # (21079 by default): two runs on one machine collided there. It
+            # checks port and port + 10000 are free; both stay below Linux's
+            # ephemeral ports (32768 on), which a client socket could take
+            # between that check and the helper's listen.
+            "--baseport", str(random.randrange(12000, 22000))]
     if args.tags:
         argv += ["--tags", args.tags]
     if args.durable:

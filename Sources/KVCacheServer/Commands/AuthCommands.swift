@@ -78,10 +78,16 @@ private func auth(_ ctx: CommandContext) throws {
     ctx.connection.replyOK()
 }
 
-/// RESET: back to a fresh connection's state (db0, RESP2, no name, and
-/// unauthenticated when a password is set).
+/// RESET: back to a fresh connection's state (no MULTI, no WATCH, no
+/// MONITOR, db0, RESP2, no name, and unauthenticated when a password is set).
 private func reset(_ ctx: CommandContext) throws {
     let c = ctx.connection
+    c.transaction = nil
+    ctx.server.unwatchAll(c)
+    if c.isMonitor {
+        c.isMonitor = false
+        ctx.server.monitors.removeAll { $0 === c }
+    }
     c.cache = try ctx.server.registry.firstCache()
     c.protocolVersion = 2
     c.name = []

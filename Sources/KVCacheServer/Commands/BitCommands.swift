@@ -1,6 +1,8 @@
 import RESP
+import SQLiteKVCache
 
-/// SETBIT, GETBIT, BITCOUNT and LCS over string values, as Redis 7.0.
+/// SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD and LCS over string
+/// values, as Redis 7.0's bitops.c.
 let bitCommands: [Command] = [
     Command(name: "setbit", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
             group: "bitmap", summary: "Sets or clears the bit at offset of a string value.", handler: setbit),
@@ -10,6 +12,16 @@ let bitCommands: [Command] = [
             group: "bitmap", summary: "Counts the set bits in a string.", handler: bitcount),
     Command(name: "lcs", arity: -3, flags: ["readonly"], firstKey: 1, lastKey: 2, step: 1,
             group: "string", summary: "Finds the longest common substring.", handler: lcs),
+    Command(name: "bitpos", arity: -3, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
+            group: "bitmap", summary: "Finds the first set or clear bit in a string.", handler: bitpos),
+    Command(name: "bitop", arity: -4, flags: ["write", "denyoom"], firstKey: 2, lastKey: -1, step: 1,
+            group: "bitmap", summary: "Performs bitwise operations on strings and stores the result.", handler: bitop),
+    Command(name: "bitfield", arity: -2, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1,
+            group: "bitmap", summary: "Performs arbitrary bitfield integer operations on strings.",
+            handler: { try bitfield($0, readOnly: false) }),
+    Command(name: "bitfield_ro", arity: -2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "bitmap", summary: "Performs arbitrary read-only bitfield integer operations on strings.",
+            handler: { try bitfield($0, readOnly: true) }),
 ]
 
 /// A bit offset: a non-negative integer whose byte is within proto-max-bulk-len.
@@ -93,13 +105,13 @@ private func bitcount(_ ctx: CommandContext) throws {
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]: the classic
 /// dynamic-programming table, walked back as Redis does.
 private func lcs(_ ctx: CommandContext) throws {
-    let entryA = try ctx.keyspace.lookupRead(ctx.args.bytes(1))
-    let entryB = try ctx.keyspace.lookupRead(ctx.args.bytes(2))
-    if entryA.map({ $0.kind != .string }) == true || entryB.map({ $0.kind != .string }) == true {
+    let entryA = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true)
+    let entryB = try ctx.keyspace.lookupStored(ctx.args.bytes(2), read: true)
+    if entryA.map({ $0.row.kind != .string }) == true || entryB.map({ $0.row.kind != .string }) == true {
         throw ReplyError("ERR The specified keys must contain string values")
     }
-    let a = entryA?.value ?? []
-    let b = entryB?.value ?? []
+    let a = entryA?.row.value.bytes ?? []
+    let b = entryB?.row.value.bytes ?? []
     var getLen = false, getIdx = false, withMatchLen = false
     var minMatchLen: Int64 = 0
     var j = 3
@@ -173,4 +185,283 @@ private func lcs(_ ctx: CommandContext) throws {
     } else {
         ctx.connection.replyBulk(result)
     }
+}
+
+/// BITPOS key bit [start [end [BYTE|BIT]]]: the first bit set to `bit`
+/// in the range; looking for 0 past the string's end without an explicit
+/// end, the string counts as padded with zeros.
+private func bitpos(_ ctx: CommandContext) throws {
+    let bit = try ctx.integer(2)
+    guard bit == 0 || bit == 1 else { throw ReplyError("ERR The bit argument must be 1 or 0.") }
+    guard let value = try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value else {
+        ctx.connection.replyInteger(bit == 1 ? -1 : 0)
+        return
+    }
+    var start: Int64 = 0, end: Int64 = Int64(value.count) - 1
+    var isBit = false, endGiven = false
+    let total = Int64(value.count)
+    switch ctx.args.count {
+    case 3:
+        break
+    case 4, 5, 6:
+        start = try ctx.integer(3)
+        if ctx.args.count == 6 {
+            switch ctx.option(5) {
+            case "bit": isBit = true
+            case "byte": isBit = false
+            default: throw ReplyError.syntax
+            }
+        }
+        var length = total
+        if ctx.args.count >= 5 {
+            end = try ctx.integer(4)
+            endGiven = true
+        } else {
+            end = isBit ? (total << 3) + 7 : total - 1
+        }
+        if isBit { length <<= 3 }
+        if start < 0 { start += length }
+        if end < 0 { end += length }
+        if start < 0 { start = 0 }
+        if end < 0 { end = 0 }
+        if end >= length { end = length - 1 }
+    default:
+        throw ReplyError.syntax
+    }
+    guard start <= end else {
+        ctx.connection.replyInteger(-1)
+        return
+    }
+    let firstBit = isBit ? start : start << 3
+    let lastBit = isBit ? end : (end << 3) + 7
+    let wanted = UInt8(bit)
+    var position = firstBit
+    while position <= lastBit {
+        let byte = value[Int(position >> 3)]
+        // Whole bytes that cannot hold the bit are skipped at once.
+        if position & 7 == 0 && position + 7 <= lastBit && byte == (wanted == 1 ? 0 : 0xff) {
+            position += 8
+            continue
+        }
+        if (byte >> (7 - UInt8(position & 7))) & 1 == wanted {
+            ctx.connection.replyInteger(position)
+            return
+        }
+        position += 1
+    }
+    ctx.connection.replyInteger(bit == 1 || endGiven ? -1 : lastBit + 1)
+}
+
+/// BITOP AND|OR|XOR|NOT destkey key [key ...]: stores the result (as long
+/// as the longest input, shorter ones padded with zeros), or deletes the
+/// destination when every input is empty; answers the result's length.
+private func bitop(_ ctx: CommandContext) throws {
+    enum Op { case and, or, xor, not }
+    let op: Op
+    switch ctx.option(1) {
+    case "and": op = .and
+    case "or": op = .or
+    case "xor": op = .xor
+    case "not": op = .not
+    default: throw ReplyError.syntax
+    }
+    if op == .not && ctx.args.count != 4 { throw ReplyError("ERR BITOP NOT must be called with a single source key.") }
+    var sources: [[UInt8]] = []
+    for i in 3..<ctx.args.count {
+        sources.append(try ctx.keyspace.lookupRead(ctx.args.bytes(i), as: .string)?.value ?? [])
+    }
+    let length = sources.map(\.count).max() ?? 0
+    let destination = ctx.args.bytes(2)
+    guard length > 0 else {
+        try ctx.keyspace.delete(destination)
+        ctx.connection.replyInteger(0)
+        return
+    }
+    var result = [UInt8](repeating: 0, count: length)
+    for j in 0..<length {
+        var output: UInt8 = j < sources[0].count ? sources[0][j] : 0
+        if op == .not { output = ~output }
+        for source in sources.dropFirst() {
+            let byte: UInt8 = j < source.count ? source[j] : 0
+            switch op {
+            case .and: output &= byte
+            case .or: output |= byte
+            case .xor: output ^= byte
+            case .not: break
+            }
+        }
+        result[j] = output
+    }
+    try ctx.keyspace.set(destination, result, expiresAt: nil)
+    ctx.connection.replyInteger(length)
+}
+
+/// One BITFIELD operation.
+private struct BitfieldOp {
+    enum Kind { case get, set, incrby }
+    enum Overflow { case wrap, sat, fail }
+    var kind: Kind
+    var signed: Bool
+    var bits: Int
+    var offset: Int
+    var value: Int64
+    var overflow: Overflow
+}
+
+/// BITFIELD key [GET type offset] [SET type offset value] [INCRBY type
+/// offset increment] [OVERFLOW WRAP|SAT|FAIL] ..., and BITFIELD_RO (GET
+/// only): integers of 1 to 64 bits (u1..u63, i1..i64) at any bit offset
+/// (`#n` counts in units of the type's width).
+private func bitfield(_ ctx: CommandContext, readOnly: Bool) throws {
+    var ops: [BitfieldOp] = []
+    var overflow = BitfieldOp.Overflow.wrap
+    var highestWrite = -1
+    var j = 2
+    while j < ctx.args.count {
+        let left = ctx.args.count - j - 1
+        let kind: BitfieldOp.Kind
+        switch ctx.option(j) {
+        case "get" where left >= 2: kind = .get
+        case "set" where left >= 3: kind = .set
+        case "incrby" where left >= 3: kind = .incrby
+        case "overflow" where left >= 1:
+            switch ctx.option(j + 1) {
+            case "wrap": overflow = .wrap
+            case "sat": overflow = .sat
+            case "fail": overflow = .fail
+            default: throw ReplyError("ERR Invalid OVERFLOW type specified")
+            }
+            j += 2
+            continue
+        default:
+            throw ReplyError.syntax
+        }
+        let typeError = ReplyError("ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.")
+        let type = ctx.args.bytes(j + 1)
+        guard let sign = type.first, sign == UInt8(ascii: "i") || sign == UInt8(ascii: "u"),
+              let bits = parseStrictInt64(type.dropFirst()), bits >= 1, bits <= (sign == UInt8(ascii: "i") ? 64 : 63) else {
+            throw typeError
+        }
+        let offsetError = ReplyError("ERR bit offset is not an integer or out of range")
+        var offsetText = ctx.args.bytes(j + 2)[...]
+        let byWidth = offsetText.first == UInt8(ascii: "#")
+        if byWidth { offsetText = offsetText.dropFirst() }
+        guard var offset = parseStrictInt64(offsetText) else { throw offsetError }
+        if byWidth {
+            let (scaled, overflowed) = offset.multipliedReportingOverflow(by: bits)
+            guard !overflowed else { throw offsetError }
+            offset = scaled
+        }
+        guard offset >= 0, (offset >> 3) < Int64(ctx.server.config.protoMaxBulkLen) else { throw offsetError }
+        var value: Int64 = 0
+        if kind != .get {
+            highestWrite = max(highestWrite, Int(offset + bits - 1))
+            value = try ctx.integer(j + 3)
+        }
+        ops.append(BitfieldOp(kind: kind, signed: sign == UInt8(ascii: "i"), bits: Int(bits), offset: Int(offset),
+                              value: value, overflow: overflow))
+        j += kind == .get ? 3 : 4
+    }
+    let key = ctx.args.bytes(1)
+    var old: SQLiteKVCache.Entry?
+    var bytes: [UInt8]
+    var dirty = false
+    if highestWrite < 0 {
+        bytes = try ctx.keyspace.lookupRead(key, as: .string)?.value ?? []
+    } else {
+        if readOnly { throw ReplyError("ERR BITFIELD_RO only supports the GET subcommand") }
+        old = try ctx.keyspace.lookupWrite(key, as: .string)
+        bytes = old?.value ?? []
+        let needed = highestWrite / 8 + 1
+        if old == nil || bytes.count < needed {
+            bytes.append(contentsOf: repeatElement(0, count: max(0, needed - bytes.count)))
+            dirty = true
+        }
+    }
+    var changes = 0
+    ctx.connection.replyArrayHeader(ops.count)
+    for op in ops {
+        if op.kind == .get {
+            let raw = getBits(bytes, op.offset, op.bits)
+            ctx.connection.replyInteger(op.signed ? signExtend(raw, op.bits) : Int64(bitPattern: raw))
+            continue
+        }
+        let old = getBits(bytes, op.offset, op.bits)
+        let (newValue, reply, failed) = op.signed ? signedChange(signExtend(old, op.bits), op)
+            : unsignedChange(old, op)
+        guard !failed else {
+            ctx.connection.replyNull()
+            continue
+        }
+        ctx.connection.replyInteger(reply)
+        setBits(&bytes, op.offset, op.bits, newValue)
+        if dirty || newValue != old { changes += 1 }
+    }
+    if dirty || changes > 0 { try ctx.update(old, key: key, value: bytes) }
+}
+
+/// `bits` bits from bit `offset` (most significant first), reading zeros past the end.
+private func getBits(_ bytes: [UInt8], _ offset: Int, _ bits: Int) -> UInt64 {
+    var value: UInt64 = 0
+    for j in 0..<bits {
+        let position = offset + j
+        let byte = position >> 3 < bytes.count ? bytes[position >> 3] : 0
+        value = value << 1 | UInt64((byte >> (7 - UInt8(position & 7))) & 1)
+    }
+    return value
+}
+
+private func setBits(_ bytes: inout [UInt8], _ offset: Int, _ bits: Int, _ value: UInt64) {
+    for j in 0..<bits {
+        let position = offset + j
+        let mask = UInt8(1) << (7 - UInt8(position & 7))
+        if (value >> UInt64(bits - 1 - j)) & 1 == 1 { bytes[position >> 3] |= mask } else { bytes[position >> 3] &= ~mask }
+    }
+}
+
+private func signExtend(_ raw: UInt64, _ bits: Int) -> Int64 {
+    var value = raw
+    if bits < 64 && value & (UInt64(1) << UInt64(bits - 1)) != 0 { value |= UInt64.max << UInt64(bits) }
+    return Int64(bitPattern: value)
+}
+
+/// A SET or INCRBY on an unsigned field, as Redis's checkUnsignedBitfieldOverflow:
+/// the bits to store, the reply (the old value for SET, the new for INCRBY),
+/// and whether it failed (OVERFLOW FAIL).
+private func unsignedChange(_ old: UInt64, _ op: BitfieldOp) -> (UInt64, Int64, Bool) {
+    let max: UInt64 = (UInt64(1) << UInt64(op.bits)) - 1
+    let value = op.kind == .incrby ? old : UInt64(bitPattern: op.value)
+    let increment = op.kind == .incrby ? op.value : 0
+    var result = value &+ UInt64(bitPattern: increment)
+    let over = value > max || (increment > 0 && UInt64(increment) > max &- value)
+    let under = !over && increment < 0 && increment.magnitude > value
+    if over || under {
+        switch op.overflow {
+        case .fail: return (0, 0, true)
+        case .sat: result = over ? max : 0
+        case .wrap: result &= max
+        }
+    }
+    return (result, op.kind == .incrby ? Int64(bitPattern: result) : Int64(bitPattern: old), false)
+}
+
+/// The same for a signed field (checkSignedBitfieldOverflow).
+private func signedChange(_ old: Int64, _ op: BitfieldOp) -> (UInt64, Int64, Bool) {
+    let max: Int64 = op.bits == 64 ? .max : (Int64(1) << Int64(op.bits - 1)) - 1
+    let min = -max - 1
+    let value = op.kind == .incrby ? old : op.value
+    let increment = op.kind == .incrby ? op.value : 0
+    let (sum, overflowed) = value.addingReportingOverflow(increment)
+    let over = overflowed ? increment > 0 : sum > max
+    let under = overflowed ? increment < 0 : sum < min
+    var result = UInt64(bitPattern: value) &+ UInt64(bitPattern: increment)
+    if over || under {
+        switch op.overflow {
+        case .fail: return (0, 0, true)
+        case .sat: result = UInt64(bitPattern: over ? max : min)
+        case .wrap: break
+        }
+    }
+    let stored = op.bits < 64 ? result & ((UInt64(1) << UInt64(op.bits)) - 1) : result
+    return (stored, op.kind == .incrby ? signExtend(stored, op.bits) : old, false)
 }

@@ -1,6 +1,6 @@
 import RESP
 
-/// PING, ECHO, QUIT, SELECT, HELLO, CLIENT.
+/// PING, ECHO, QUIT, SELECT, HELLO, CLIENT, WAIT.
 let connectionCommands: [Command] = [
     Command(name: "ping", arity: -1, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "Returns the server's liveliness response.", handler: ping),
@@ -15,7 +15,10 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Handshakes with the server.", handler: hello),
     Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "A container for client connection commands.", handler: client,
-            subcommands: ["getname", "id", "info", "kill", "list", "setinfo", "setname"]),
+            subcommands: ["getname", "id", "info", "kill", "list", "no-evict", "pause", "setinfo", "setname", "unblock",
+                          "unpause"]),
+    Command(name: "wait", arity: 3, flags: [], firstKey: 0, lastKey: 0, step: 0, group: "generic",
+            summary: "Waits for the writes to reach replicas; there are none, so it answers 0 at once.", handler: wait),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
@@ -119,6 +122,48 @@ private func client(_ ctx: CommandContext) throws {
         c.replyVerbatim(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
     case "kill":
         try clientKill(ctx)
+    case "unblock":
+        // CLIENT UNBLOCK id [TIMEOUT|ERROR]
+        guard ctx.args.count == 3 || ctx.args.count == 4 else { throw ReplyError.wrongArity("client|unblock") }
+        var error = false
+        if ctx.args.count == 4 {
+            switch ctx.option(3) {
+            case "timeout": error = false
+            case "error": error = true
+            default: throw ReplyError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+            }
+        }
+        let id = try ctx.integer(2)
+        c.replyInteger(ctx.server.unblockByRequest(id, error: error) ? 1 : 0)
+    case "pause":
+        // CLIENT PAUSE timeout [WRITE|ALL]
+        guard ctx.args.count == 3 || ctx.args.count == 4 else { throw ReplyError.wrongArity("client|pause") }
+        var type = Server.PauseType.all
+        if ctx.args.count == 4 {
+            switch ctx.option(3) {
+            case "write": type = .write
+            case "all": type = .all
+            default: throw ReplyError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+            }
+        }
+        guard let milliseconds = parseStrictInt64(ctx.args[2]) else {
+            throw ReplyError("ERR timeout is not an integer or out of range")
+        }
+        guard milliseconds >= 0 else { throw ReplyError("ERR timeout is negative") }
+        ctx.server.pauseClients(until: milliseconds == 0 ? 0 : Server.nowMilliseconds() + milliseconds, type: type)
+        c.replyOK()
+    case "unpause":
+        try arity(2)
+        ctx.server.unpauseClients()
+        c.replyOK()
+    case "no-evict":
+        try arity(3)
+        switch ctx.option(2) {
+        case "on": c.noEvict = true
+        case "off": c.noEvict = false
+        default: throw ReplyError.syntax
+        }
+        c.replyOK()
     case "setinfo":
         // Redis 7.2's client library report (redis-py sends it on connect).
         try arity(4)
@@ -134,7 +179,11 @@ private func client(_ ctx: CommandContext) throws {
             "ID", "    Return the ID of the current connection.",
             "INFO", "    Return information about the current client connection.",
             "LIST", "    Return information about client connections.",
+            "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+            "PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+            "UNPAUSE", "    Stop the current client pause, resuming traffic.",
         ].map { Array($0.utf8) })
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "client")
@@ -190,4 +239,14 @@ private func clientKill(_ ctx: CommandContext) throws {
     }
     me.replyInteger(victims.count)
     for victim in victims { ctx.server.kill(victim, by: me) }
+}
+
+/// WAIT numreplicas timeout: this server has no replicas, so no write ever
+/// reaches one: 0, at once (Redis would wait out the timeout for any
+/// numreplicas above 0).
+private func wait(_ ctx: CommandContext) throws {
+    _ = try ctx.integer(1)
+    guard let timeout = parseStrictInt64(ctx.args[2]) else { throw ReplyError("ERR timeout is not an integer or out of range") }
+    guard timeout >= 0 else { throw ReplyError("ERR timeout is negative") }
+    ctx.connection.replyInteger(0)
 }

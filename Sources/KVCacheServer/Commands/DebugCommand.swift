@@ -11,7 +11,9 @@ import SQLiteKVCache
 let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
-            subcommands: ["digest", "digest-value", "loadaof", "protocol", "reload", "set-active-expire", "sleep", "writer"]),
+            subcommands: ["change-repl-id", "digest", "digest-value", "help", "htstats", "htstats-key", "jmap", "loadaof",
+                          "object", "populate", "protocol", "quicklist-packed-threshold", "reload", "set-active-expire",
+                          "sleep", "writer"]),
 ]
 
 private func debug(_ ctx: CommandContext) throws {
@@ -71,10 +73,52 @@ private func debug(_ ctx: CommandContext) throws {
         default: throw ReplyError.syntax
         }
         ctx.connection.replyOK()
+    case "object":
+        guard ctx.args.count == 3 else { throw ReplyError.syntax }
+        try debugObject(ctx)
+    case "populate":
+        try debugPopulate(ctx)
+    case "quicklist-packed-threshold":
+        // Redis's size past which a list element gets a node of its own;
+        // a list here is a ring buffer of elements either way.
+        guard ctx.args.count == 3, let size = parseMemorySize(ctx.text(2)), size <= Int(UInt32.max) else {
+            throw ReplyError("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+        }
+        ctx.connection.replyOK()
+    case "change-repl-id", "jmap":
+        // No replication id to change (no replicas), no heap map to dump.
+        ctx.connection.replyOK()
+    case "htstats":
+        guard ctx.args.count >= 3 else { throw ReplyError.syntax }
+        let keys = try ctx.keyspace.count()
+        ctx.connection.replyVerbatim("[Dictionary HT]\nHash table 0 stats (main hash table):\n table size: \(keys)\n"
+            + " number of elements: \(keys)\n[Expires HT]\nNo stats available for empty dictionaries\n")
+    case "htstats-key":
+        guard ctx.args.count >= 3 else { throw ReplyError.syntax }
+        guard let entry = try ctx.keyspace.peekStored(ctx.args.bytes(2)) else { throw ReplyError.noSuchKey }
+        guard ["hashtable", "skiplist"].contains(encodingName(of: entry)) else {
+            throw ReplyError("ERR The value stored at the specified key is not represented using an hash table")
+        }
+        let count = (try collectionValue(of: entry) as? LiveCollection)?.count ?? 0
+        ctx.connection.replyVerbatim("Hash table 0 stats (main hash table):\n table size: \(count)\n number of elements: \(count)\n")
+    case "help":
+        ctx.connection.replyBulkArray([
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DIGEST", "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+            "LOADAOF", "    Apply every change to SQLite and reopen every cache from its file.",
+            "OBJECT <key>", "    Show low level info about the `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]", "    Create <count> string keys named key:<num>.",
+            "PROTOCOL <type>", "    Reply with a sample of the given type.",
+            "RELOAD", "    Apply every change to SQLite and reopen every cache from its file.",
+            "SET-ACTIVE-EXPIRE <0|1>", "    Switch the expiry of keys in the background off or on.",
+            "SLEEP <seconds>", "    Stop the server for <seconds>.",
+            "WRITER PAUSE|RESUME", "    Hold the writer thread (changes stay in memory and in the log).",
+        ].map { Array($0.utf8) })
     case "digest-value":
         ctx.connection.replyArrayHeader(ctx.args.count - 2)
         for key in ctx.args.dropFirst(2) {
-            let digest = try ctx.keyspace.peek(key.bytes).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
+            let digest = try ctx.keyspace.peekStored(key.bytes).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
             ctx.connection.replyBulk(hex(digest))
         }
     case "digest":
@@ -82,15 +126,64 @@ private func debug(_ ctx: CommandContext) throws {
         // Each key's digest of key, value and expiry, xored: independent of key order.
         var total = [UInt8](repeating: 0, count: 20)
         for key in try ctx.keyspace.keys() {
-            guard let entry = try ctx.keyspace.peek(key) else { continue }
+            guard let entry = try ctx.keyspace.peekStored(key) else { continue }
             var material = sha1(key) + (try valueDigest(entry))
-            if let expiresAt = entry.expiresAt { material += Array(String(expiresAt).utf8) }
+            if let expiresAt = entry.row.expiresAt { material += Array(String(expiresAt).utf8) }
             for (i, byte) in sha1(material).enumerated() { total[i] ^= byte }
         }
         ctx.connection.replyBulk(hex(total))
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "debug")
     }
+}
+
+/// DEBUG OBJECT key: Redis's line of low-level facts about a value. The
+/// address is the live value's (a string's: one derived from its key), so
+/// it stays the same while a value is changed in place.
+private func debugObject(_ ctx: CommandContext) throws {
+    let key = ctx.args.bytes(2)
+    guard let entry = try ctx.keyspace.peekStored(key) else { throw ReplyError.noSuchKey }
+    let address: UInt
+    if case .live(let value) = entry.row.value {
+        address = UInt(bitPattern: ObjectIdentifier(value).hashValue)
+    } else {
+        address = UInt(truncatingIfNeeded: key.reduce(UInt64(14695981039346656037)) { ($0 ^ UInt64($1)) &* 1099511628211 })
+    }
+    let serialized = (try? RDB.dump(entry).count).map { $0 - 11 } ?? 0
+    let idle = try ctx.keyspace.idleMilliseconds(key).map { $0 / 1000 } ?? 0
+    var line = "Value at:0x\(String(address, radix: 16)) refcount:1 encoding:\(encodingName(of: entry)) "
+        + "serializedlength:\(serialized) lru:\((Server.nowMilliseconds() / 1000 - idle) & 0xFFFFFF) lru_seconds_idle:\(idle)"
+    if entry.row.kind == .list, let list = try collectionValue(of: entry) as? ListValue {
+        line += " ql_nodes:\(max(1, list.count)) ql_avg_node:1.00 ql_listpack_max:\(ctx.server.config.listMaxListpackSize) "
+            + "ql_compressed:\(ctx.server.config.listCompressDepth > 0 ? 1 : 0) ql_uncompressed_size:\(list.encodedSize)"
+    }
+    ctx.connection.replySimple(line)
+}
+
+/// DEBUG POPULATE count [prefix] [size]: string keys <prefix>:<n> (default
+/// `key`) holding "value:<n>", or that padded with zero bytes (or cut) to
+/// <size>; existing keys are left alone.
+private func debugPopulate(_ ctx: CommandContext) throws {
+    guard ctx.args.count >= 3 && ctx.args.count <= 5 else { throw ReplyError.wrongArity("debug|populate") }
+    guard let count = parseStrictInt64(ctx.args[2]), count >= 0 else {
+        throw ReplyError("ERR value is out of range, must be positive")
+    }
+    let prefix = ctx.args.count >= 4 ? ctx.text(3) : "key"
+    var size: Int?
+    if ctx.args.count == 5 {
+        guard let n = parseStrictInt64(ctx.args[4]), n >= 0 else {
+            throw ReplyError("ERR value is out of range, must be positive")
+        }
+        size = Int(n)
+    }
+    for i in 0..<Int(count) {
+        let key = Array("\(prefix):\(i)".utf8)
+        if try ctx.keyspace.exists(key) { continue }
+        var value = Array("value:\(i)".utf8)
+        if let size { value = Array((value + [UInt8](repeating: 0, count: max(0, size - value.count))).prefix(size)) }
+        try ctx.keyspace.set(key, value, expiresAt: nil)
+    }
+    ctx.connection.replyOK()
 }
 
 /// DEBUG PROTOCOL <type>: one reply of each RESP3 type, for client tests.
@@ -133,30 +226,31 @@ private func debugProtocol(_ ctx: CommandContext) throws {
 /// DEBUG DIGEST-VALUE's digest of a value: SHA-1 of its kind and contents,
 /// with a set's members and a hash's fields in sorted order, so equal
 /// values digest alike whatever order they were built in.
-private func valueDigest(_ entry: SQLiteKVCache.Entry) throws -> [UInt8] {
-    var material: [UInt8] = [entry.kind.rawValue]
+private func valueDigest(_ entry: StoredEntry) throws -> [UInt8] {
+    var material: [UInt8] = [entry.row.kind.rawValue]
     func add(_ element: [UInt8]) {
         material += Array(String(element.count).utf8) + [0x3a] + element
     }
-    switch entry.kind {
-    case .string:
-        add(entry.value)
-    case .list:
-        for item in try ListValue(decoding: entry.value).items { add(item) }
-    case .set:
-        for member in try SetValue(decoding: entry.value).members.sorted(by: { $0.lexicographicallyPrecedes($1) }) { add(member) }
-    case .hash:
-        let hash = try HashValue(decoding: entry.value)
+    switch try collectionValue(of: entry) {
+    case nil:
+        add(entry.row.value.bytes)
+    case let list as ListValue:
+        for item in list.items { add(item) }
+    case let set as SetValue:
+        for member in set.allMembers.sorted(by: { $0.lexicographicallyPrecedes($1) }) { add(member) }
+    case let hash as HashValue:
         for i in hash.fields.indices.sorted(by: { hash.fields[$0].lexicographicallyPrecedes(hash.fields[$1]) }) {
             add(hash.fields[i])
             add(hash.values[i])
         }
-    case .zset:
-        let zset = try ZSetValue(decoding: entry.value)
-        for i in zset.members.indices {
-            add(zset.members[i])
-            add(formatDouble(zset.scores[i]))
+    case let zset as ZSetValue:
+        zset.forEach(fromRank: 0) { member, score in
+            add(member)
+            add(formatDouble(score))
+            return true
         }
+    default:
+        break
     }
     return sha1(material)
 }

@@ -12,7 +12,7 @@ let dumpCommands: [Command] = [
 ]
 
 private func dump(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupRead(ctx.args.bytes(1)) else {
+    guard let entry = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true) else {
         ctx.connection.replyNull()
         return
     }
@@ -21,7 +21,8 @@ private func dump(_ ctx: CommandContext) throws {
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency],
 /// checked in Redis's order: options, BUSYKEY, TTL, footer, payload.
-/// IDLETIME and FREQ are checked and otherwise ignored (no LRU clock or LFU counter here).
+/// IDLETIME sets the key's idle time (OBJECT IDLETIME), FREQ its LFU counter
+/// under an LFU maxmemory-policy (OBJECT FREQ).
 private func restore(_ ctx: CommandContext) throws {
     var replace = false, absoluteTTL = false
     var idle: Int64?, frequency: Int64?
@@ -70,5 +71,10 @@ private func restore(_ ctx: CommandContext) throws {
     }
     try ctx.keyspace.store(SQLiteKVCache.Entry(key: key, storageDate: Date(), metadata: [], value: value,
                                                expiresAt: ttl > 0 ? ttl : nil, kind: kind))
+    // As Redis's objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME under any other.
+    let lfu = ctx.server.config.maxMemoryPolicy.isLFU
+    if (lfu && frequency != nil) || (!lfu && idle != nil) {
+        try ctx.keyspace.setAccess(key, idleSeconds: lfu ? nil : idle, frequency: lfu ? frequency.map { UInt8($0) } : nil)
+    }
     ctx.connection.replyOK()
 }

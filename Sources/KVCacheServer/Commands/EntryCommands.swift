@@ -46,7 +46,7 @@ private func put(_ ctx: CommandContext) throws {
     }
     let key = ctx.args.bytes(1)
     var expiresAt = try expiry.map { try ctx.absoluteExpiry(ctx.args[$0.argument], $0.form, now: ctx.now) }
-    if keepTTL { expiresAt = try ctx.keyspace.lookupWrite(key)?.expiresAt }
+    if keepTTL { expiresAt = try ctx.keyspace.lookupStored(key, read: false)?.row.expiresAt }
     try ctx.keyspace.set(key, ctx.args.bytes(4), expiresAt: expiresAt, metadata: ctx.args.bytes(3), storageDate: storageDate)
     ctx.connection.replyOK()
 }

@@ -53,11 +53,11 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         guard when <= Int64.max - now else { throw invalid }
         when += now
     }
-    guard let entry = try ctx.keyspace.lookupWrite(ctx.args.bytes(1)) else {
+    guard let entry = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: false) else {
         ctx.connection.replyInteger(0)
         return
     }
-    let current = entry.expiresAt
+    let current = entry.row.expiresAt
     if (nx && current != nil) || (xx && current == nil)
         || (gt && (current == nil || when <= current!))
         || (lt && current != nil && when >= current!) {
@@ -81,7 +81,7 @@ private func ttl(_ ctx: CommandContext, ms: Bool, absolute: Bool) throws {
 }
 
 private func persist(_ ctx: CommandContext) throws {
-    guard let entry = try ctx.keyspace.lookupWrite(ctx.args.bytes(1)), entry.expiresAt != nil else {
+    guard let entry = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: false), entry.row.expiresAt != nil else {
         ctx.connection.replyInteger(0)
         return
     }

@@ -54,12 +54,10 @@ struct GeoSet {
 
     /// Members with min <= score < max, in score order, until `body` returns false.
     func forEach(scoreFrom min: Double, below max: Double, _ body: ([UInt8], Double) -> Bool) {
-        var i = zset.position(min, [])
-        while i < zset.count {
-            let score = zset.scores[i]
-            guard score < max else { return }
-            if score >= min && !body(zset.members[i], score) { return }
-            i += 1
+        // The sorted set's tree: from the first rank at or past min, in order.
+        zset.forEach(fromRank: zset.countBelow(min, orEqual: false)) { member, score in
+            guard score < max else { return false }
+            return score < min || body(member, score)
         }
     }
 

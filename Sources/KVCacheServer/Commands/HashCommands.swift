@@ -37,90 +37,53 @@ let hashCommands: [Command] = [
 private func hset(_ ctx: CommandContext, okReply: Bool) throws {
     guard ctx.args.count % 2 == 0 else { throw ReplyError.wrongArity(ctx.commandName) }
     let key = ctx.args.bytes(1)
-    let old = try ctx.keyspace.lookupWrite(key, as: .hash)
-    if let old, try EncodedLayout(old.value).large {
-        // A hashtable hash: values replaced and fields appended on its bytes, without decoding it.
-        let hash = try EncodedLookup(old.value, kind: .hash)
-        var replaced: [Int: [UInt8]] = [:]
-        var added: [[UInt8]] = [], addedValues: [[UInt8]] = []
-        var addedAt: [[UInt8]: Int] = [:]
-        for i in stride(from: 2, to: ctx.args.count, by: 2) {
-            let (field, value) = (ctx.args.bytes(i), ctx.args.bytes(i + 1))
-            if let at = hash.find(field) {
-                replaced[at] = value
-            } else if let at = addedAt[field] {
-                addedValues[at] = value
-            } else {
-                addedAt[field] = added.count
-                added.append(field)
-                addedValues.append(value)
-            }
-        }
-        var bytes = CollectionCodec.header(large: true, count: hash.count + added.count, capacity: old.value.count)
-        if replaced.isEmpty {
-            bytes.append(contentsOf: hash.body)
-        } else {
-            for i in 0..<hash.count {
-                let (field, value) = hash.pair(i)
-                CollectionCodec.appendElement(field, to: &bytes)
-                if let new = replaced[i] { CollectionCodec.appendElement(new, to: &bytes) } else { CollectionCodec.appendElement(value, to: &bytes) }
-            }
-        }
-        for i in added.indices {
-            CollectionCodec.appendElement(added[i], to: &bytes)
-            CollectionCodec.appendElement(addedValues[i], to: &bytes)
-        }
-        try ctx.keyspace.storeCollection(key, kind: .hash, bytes, isEmpty: false, old: old)
-        if okReply { ctx.connection.replyOK() } else { ctx.connection.replyInteger(added.count) }
-        return
-    }
-    let found = try old.map { (try HashValue(decoding: $0.value), $0) }
-    var hash = found?.0 ?? HashValue()
+    let loaded = try ctx.keyspace.loadHash(key)
+    let hash = loaded?.value ?? HashValue()
     var created = 0
-    for i in stride(from: 2, to: ctx.args.count, by: 2) where hash.set(ctx.args.bytes(i), ctx.args.bytes(i + 1)) { created += 1 }
+    // As Redis's hashTypeTryConversion: the arguments' lengths are checked first.
     hash.noteWrite(longestWritten: ctx.args[2...].map(\.count).max() ?? 0, limits: ctx.limits)
-    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
+    for i in stride(from: 2, to: ctx.args.count, by: 2) where hash.set(ctx.args.bytes(i), ctx.args.bytes(i + 1)) { created += 1 }
+    hash.noteWrite(longestWritten: 0, limits: ctx.limits)
+    try ctx.keyspace.store(hash, at: key, replacing: loaded?.entry)
     if okReply { ctx.connection.replyOK() } else { ctx.connection.replyInteger(created) }
 }
 
 private func hsetnx(_ ctx: CommandContext) throws {
     let key = ctx.args.bytes(1)
-    let found = try ctx.keyspace.loadHash(key)
-    var hash = found?.0 ?? HashValue()
+    let loaded = try ctx.keyspace.loadHash(key)
+    let hash = loaded?.value ?? HashValue()
     let (field, value) = (ctx.args.bytes(2), ctx.args.bytes(3))
-    guard hash[field] == nil else {
+    guard !hash.contains(field) else {
         ctx.connection.replyInteger(0)
         return
     }
-    hash.set(field, value)
     hash.noteWrite(longestWritten: max(field.count, value.count), limits: ctx.limits)
-    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
+    hash.set(field, value)
+    hash.noteWrite(longestWritten: 0, limits: ctx.limits)
+    try ctx.keyspace.store(hash, at: key, replacing: loaded?.entry)
     ctx.connection.replyInteger(1)
 }
 
 private func hget(_ ctx: CommandContext) throws {
-    if let value = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)?.value(ctx.args[2]) {
-        ctx.connection.replyBulk(value)
-    } else {
-        ctx.connection.replyNull()
-    }
+    ctx.connection.replyOptionalBulk(try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.value[ctx.args.bytes(2)])
 }
 
 private func hmget(_ ctx: CommandContext) throws {
-    let hash = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)
+    let hash = try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.value
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
-    for field in ctx.args[2...] {
-        if let value = hash?.value(field) { ctx.connection.replyBulk(value) } else { ctx.connection.replyNull() }
-    }
+    for field in ctx.args[2...] { ctx.connection.replyOptionalBulk(hash?[field.bytes]) }
 }
 
 /// HGETALL (a map in RESP3), HKEYS and HVALS (arrays).
 private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
-    let hash = try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.0 ?? HashValue()
     let c = ctx.connection
+    guard let hash = try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.value else {
+        if keys && values { c.replyMapHeader(0) } else { c.replyArrayHeader(0) }
+        return
+    }
     if keys && values {
         c.replyMapHeader(hash.count)
-        for i in hash.fields.indices {
+        for i in 0..<hash.count {
             c.replyBulk(hash.fields[i])
             c.replyBulk(hash.values[i])
         }
@@ -130,17 +93,17 @@ private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
 }
 
 private func hdel(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadHash(ctx.args.bytes(1)) else {
+    let key = ctx.args.bytes(1)
+    guard let (hash, old) = try ctx.keyspace.loadHash(key) else {
         ctx.connection.replyInteger(0)
         return
     }
-    var hash = found
     var removed = 0
     for field in ctx.args[2...] where hash.remove(field.bytes) {
         removed += 1
         if hash.isEmpty { break }
     }
-    if removed > 0 { try ctx.keyspace.store(hash, at: ctx.args.bytes(1), replacing: old) }
+    if removed > 0 { try ctx.keyspace.store(hash, at: key, replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
@@ -149,19 +112,19 @@ private func hlen(_ ctx: CommandContext) throws {
 }
 
 private func hexists(_ ctx: CommandContext) throws {
-    let hash = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)
-    ctx.connection.replyInteger(hash?.contains(ctx.args[2]) == true ? 1 : 0)
+    let hash = try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.value
+    ctx.connection.replyInteger(hash?.contains(ctx.args.bytes(2)) == true ? 1 : 0)
 }
 
 private func hstrlen(_ ctx: CommandContext) throws {
-    ctx.connection.replyInteger(try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .hash)?.value(ctx.args[2])?.count ?? 0)
+    ctx.connection.replyInteger(try ctx.keyspace.loadHash(ctx.args.bytes(1), read: true)?.value[ctx.args.bytes(2)]?.count ?? 0)
 }
 
 private func hincrby(_ ctx: CommandContext) throws {
     let increment = try ctx.integer(3)
     let key = ctx.args.bytes(1), field = ctx.args.bytes(2)
-    let found = try ctx.keyspace.loadHash(key)
-    var hash = found?.0 ?? HashValue()
+    let loaded = try ctx.keyspace.loadHash(key)
+    let hash = loaded?.value ?? HashValue()
     var current: Int64 = 0
     if let old = hash[field] {
         guard let parsed = parseStrictInt64(old) else { throw ReplyError("ERR hash value is not an integer") }
@@ -172,7 +135,7 @@ private func hincrby(_ ctx: CommandContext) throws {
     let text = Array(String(result).utf8)
     hash.set(field, text)
     hash.noteWrite(longestWritten: max(field.count, text.count), limits: ctx.limits)
-    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
+    try ctx.keyspace.store(hash, at: key, replacing: loaded?.entry)
     ctx.connection.replyInteger(result)
 }
 
@@ -180,8 +143,8 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     guard let increment = parseLongDouble(ctx.args[3]) else { throw ReplyError.notFloat }
     guard increment.isFinite else { throw ReplyError("ERR value is NaN or Infinity") }
     let key = ctx.args.bytes(1), field = ctx.args.bytes(2)
-    let found = try ctx.keyspace.loadHash(key)
-    var hash = found?.0 ?? HashValue()
+    let loaded = try ctx.keyspace.loadHash(key)
+    let hash = loaded?.value ?? HashValue()
     var current: LongDouble = 0
     if let old = hash[field] {
         guard let parsed = parseLongDouble(old) else { throw ReplyError("ERR hash value is not a float") }
@@ -192,6 +155,6 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     let text = formatLongDouble(result)
     hash.set(field, text)
     hash.noteWrite(longestWritten: max(field.count, text.count), limits: ctx.limits)
-    try ctx.keyspace.store(hash, at: key, replacing: found?.1)
+    try ctx.keyspace.store(hash, at: key, replacing: loaded?.entry)
     ctx.connection.replyBulk(text)
 }

@@ -62,7 +62,7 @@ private func touch(_ ctx: CommandContext) throws {
 }
 
 private func type(_ ctx: CommandContext) throws {
-    ctx.connection.replySimple(try ctx.keyspace.lookupRead(ctx.args.bytes(1))?.kind.typeName ?? "none")
+    ctx.connection.replySimple(try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true, touch: false)?.row.kind.typeName ?? "none")
 }
 
 /// True when a glob pattern matches everything, so matching can be skipped.
@@ -77,7 +77,7 @@ private func keys(_ ctx: CommandContext) throws {
 
 /// Parses a SCAN cursor as Redis does with `strtoul`: optional sign, digits,
 /// nothing else; the empty string is 0 and negatives wrap.
-private func parseCursor(_ bytes: Argument) -> UInt64? {
+func parseScanCursor(_ bytes: Argument) -> UInt64? {
     var digits = bytes[...]
     var negative = false
     if let first = digits.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
@@ -97,7 +97,7 @@ private func parseCursor(_ bytes: Argument) -> UInt64? {
 
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 private func scan(_ ctx: CommandContext) throws {
-    guard let cursor = parseCursor(ctx.args[1]) else { throw ReplyError("ERR invalid cursor") }
+    guard let cursor = parseScanCursor(ctx.args[1]) else { throw ReplyError("ERR invalid cursor") }
     var count = 10
     var pattern: [UInt8]?
     var typeName: String?

@@ -32,7 +32,116 @@ let listCommands: [Command] = [
             group: "list", summary: "Inserts an element before or after another element in a list.", handler: linsert),
     Command(name: "lpos", arity: -3, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
             group: "list", summary: "Returns the index of matching elements in a list.", handler: lpos),
+    Command(name: "lmove", arity: 5, flags: ["write", "denyoom"], firstKey: 1, lastKey: 2, step: 1,
+            group: "list", summary: "Pops an element from a list, pushes it to another list and returns it.", handler: lmove),
+    Command(name: "rpoplpush", arity: 3, flags: ["write", "denyoom"], firstKey: 1, lastKey: 2, step: 1,
+            group: "list", summary: "Pops the last element of a list, pushes it onto another and returns it.", handler: rpoplpush),
+    Command(name: "lmpop", arity: -4, flags: ["write", "movablekeys"], firstKey: 0, lastKey: 0, step: 0,
+            group: "list", summary: "Pops elements from the first non-empty list among several.", handler: lmpop),
 ]
+
+/// LEFT or RIGHT (any case): whether it is the head.
+func listEnd(_ ctx: CommandContext, _ index: Int) throws -> Bool {
+    switch ctx.option(index) {
+    case "left": return true
+    case "right": return false
+    default: throw ReplyError.syntax
+    }
+}
+
+/// Pops an element from `source`'s head (or tail) and pushes it onto
+/// `destination`'s head (or tail), as Redis's lmoveGenericCommand: the
+/// destination's type is checked before anything changes; a list moved
+/// onto itself rotates.
+/// - Returns: the element, or nil when the source is absent.
+func moveListElement(_ ctx: CommandContext, from source: [UInt8], to destination: [UInt8],
+                     fromHead: Bool, toHead: Bool) throws -> [UInt8]? {
+    guard let (list, old) = try ctx.keyspace.loadList(source) else { return nil }
+    let target: ListValue, targetEntry: StoredEntry?
+    if source == destination {
+        (target, targetEntry) = (list, old)
+    } else {
+        let loaded = try ctx.keyspace.loadList(destination)
+        (target, targetEntry) = (loaded?.value ?? ListValue(), loaded?.entry)
+    }
+    let element = list.pop(1, fromHead: fromHead)[0]
+    if toHead { target.prepend(element) } else { target.append(element) }
+    try ctx.keyspace.store(target, at: destination, replacing: targetEntry)
+    if source != destination { try ctx.keyspace.store(list, at: source, replacing: old) }
+    return element
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT
+private func lmove(_ ctx: CommandContext) throws {
+    let fromHead = try listEnd(ctx, 3), toHead = try listEnd(ctx, 4)
+    ctx.connection.replyOptionalBulk(try moveListElement(ctx, from: ctx.args.bytes(1), to: ctx.args.bytes(2),
+                                                         fromHead: fromHead, toHead: toHead))
+}
+
+/// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
+private func rpoplpush(_ ctx: CommandContext) throws {
+    ctx.connection.replyOptionalBulk(try moveListElement(ctx, from: ctx.args.bytes(1), to: ctx.args.bytes(2),
+                                                         fromHead: false, toHead: true))
+}
+
+/// The parsed form of LMPOP and ZMPOP (and their blocking forms):
+/// numkeys key [key ...] <where> [COUNT count], from argument `first`.
+struct MultiPopArguments {
+    var keys: [[UInt8]]
+    /// Whether the end named is the first of the two (LEFT of LEFT/RIGHT, MIN of MIN/MAX).
+    var firstEnd: Bool
+    var count: Int
+
+    init(_ ctx: CommandContext, numkeysAt first: Int, ends: (String, String)) throws {
+        let numkeysError = ReplyError("ERR numkeys should be greater than 0")
+        guard let numkeys = parseStrictInt64(ctx.args[first]) else { throw numkeysError }
+        guard numkeys > 0 else { throw numkeysError }
+        guard numkeys < Int64(ctx.args.count - first - 1) else { throw ReplyError.syntax }
+        keys = (0..<Int(numkeys)).map { ctx.args.bytes(first + 1 + $0) }
+        let whereIndex = first + 1 + Int(numkeys)
+        switch ctx.option(whereIndex) {
+        case ends.0: firstEnd = true
+        case ends.1: firstEnd = false
+        default: throw ReplyError.syntax
+        }
+        count = -1
+        var j = whereIndex + 1
+        while j < ctx.args.count {
+            guard count == -1, ctx.option(j) == "count", j + 1 < ctx.args.count else { throw ReplyError.syntax }
+            guard let n = parseStrictInt64(ctx.args[j + 1]), n > 0 else {
+                throw ReplyError("ERR count should be greater than 0")
+            }
+            count = Int(n)
+            j += 2
+        }
+    }
+}
+
+/// Pops up to `count` elements from the first non-empty list of `keys`,
+/// replying [key, [elements]] (Redis's listPopRangeAndReplyWithKey) and
+/// logging the pop as LPOP/RPOP key count.
+/// - Returns: whether a list was found (nothing is replied otherwise).
+func popFromFirstList(_ ctx: CommandContext, _ keys: [[UInt8]], head: Bool, count: Int) throws -> Bool {
+    for key in keys {
+        guard let (list, old) = try ctx.keyspace.loadList(key) else { continue }
+        let taken = list.pop(count, fromHead: head)
+        ctx.server.persistence.logCommand(as: [Array((head ? "LPOP" : "RPOP").utf8), key, Array(String(taken.count).utf8)])
+        try ctx.keyspace.store(list, at: key, replacing: old)
+        ctx.connection.replyArrayHeader(2)
+        ctx.connection.replyBulk(key)
+        ctx.connection.replyBulkArray(taken)
+        return true
+    }
+    return false
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
+private func lmpop(_ ctx: CommandContext) throws {
+    let parsed = try MultiPopArguments(ctx, numkeysAt: 1, ends: ("left", "right"))
+    if try !popFromFirstList(ctx, parsed.keys, head: parsed.firstEnd, count: max(parsed.count, 1)) {
+        ctx.connection.replyNullArray()
+    }
+}
 
 /// The argument at `index` as a C `long` (64-bit here), or Redis's not-an-integer error.
 private func long(_ ctx: CommandContext, _ index: Int) throws -> Int {

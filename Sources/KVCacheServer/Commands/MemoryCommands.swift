@@ -93,9 +93,9 @@ extension Keyspace {
         case .set:
             guard let set = try loadSet(key)?.value else { return nil }
             if set.large {
-                value = RedisFootprint.hashtableSet(set.members, count: set.count, samples: samples)
+                value = RedisFootprint.hashtableSet(set.allMembers, count: set.count, samples: samples)
             } else {
-                value = RedisFootprint.intset(set.members.compactMap(parseStrictInt64))
+                value = RedisFootprint.intset(set.allMembers.compactMap(parseStrictInt64))
             }
         case .hash:
             guard let hash = try loadHash(key)?.value else { return nil }
@@ -107,10 +107,10 @@ extension Keyspace {
         case .zset:
             guard let zset = try loadZSet(key)?.value else { return nil }
             if zset.large {
-                value = RedisFootprint.skiplist(zset.members, count: zset.count, samples: samples)
+                value = RedisFootprint.skiplist(zset.slots, count: zset.count, samples: samples)
             } else {
                 value = RedisFootprint.object + RedisFootprint.listpack(
-                    zip(zset.members, zset.scores).flatMap { [$0, RedisFootprint.scoreEntry($1)] })
+                    zset.allElements.flatMap { [$0.member, RedisFootprint.scoreEntry($0.score)] })
             }
         default:
             value = RedisFootprint.object + RedisFootprint.sds(entry.value.count)

@@ -125,22 +125,28 @@ private func object(_ ctx: CommandContext) throws {
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "object")
     }
     guard ctx.args.count == 3 else { throw ReplyError.wrongArity("object|\(sub)") }
-    guard let entry = try ctx.keyspace.peek(ctx.args.bytes(2)) else {
+    guard let entry = try ctx.keyspace.peekStored(ctx.args.bytes(2)) else {
         ctx.connection.replyNull()
         return
     }
-    let value = entry.value
-    let integer = entry.kind == .string && value.count <= 20 ? parseStrictInt64(value) : nil
     switch sub {
     case "encoding":
         ctx.connection.replyBulk(encodingName(of: entry))
     case "refcount":
         // Redis shares the integers 0...9999 (refcount INT_MAX).
+        let integer = entry.row.kind == .string && entry.row.value.size <= 20 ? parseStrictInt64(entry.row.value.bytes) : nil
         ctx.connection.replyInteger(integer.map { $0 >= 0 && $0 < 10_000 } == true ? Int(Int32.max) : 1)
     case "idletime":
-        ctx.connection.replyInteger(0)
+        if ctx.server.config.maxMemoryPolicy.isLFU {
+            throw ReplyError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
+                + "switching between policies at runtime LRU and LFU data will take some time to adjust.")
+        }
+        ctx.connection.replyInteger((try ctx.keyspace.idleMilliseconds(entry.key) ?? 0) / 1000)
     default:
-        throw ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that "
-            + "when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+        guard ctx.server.config.maxMemoryPolicy.isLFU else {
+            throw ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that "
+                + "when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+        }
+        ctx.connection.replyInteger(Int(try ctx.keyspace.accessInfo(entry.key)?.frequency ?? 0))
     }
 }

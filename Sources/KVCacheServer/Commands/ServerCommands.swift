@@ -7,7 +7,7 @@ let serverCommands: [Command] = [
             group: "server", summary: "Returns information and statistics about the server.", handler: info),
     Command(name: "command", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Returns detailed information about all commands.", handler: command,
-            subcommands: ["count", "docs", "info", "list"]),
+            subcommands: ["count", "docs", "getkeys", "getkeysandflags", "info", "list"]),
     Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for server configuration commands.", handler: config,
             subcommands: ["get", "resetstat", "rewrite", "set"]),
@@ -53,6 +53,10 @@ private func command(_ ctx: CommandContext) throws {
         }
     case "list":
         c.replyBulkArray(table.all.map { Array($0.name.utf8) })
+    case "getkeys":
+        try CommandKeys.reply(ctx, withFlags: false)
+    case "getkeysandflags":
+        try CommandKeys.reply(ctx, withFlags: true)
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "command")
     }

@@ -25,66 +25,47 @@ let setCommands: [Command] = [
 
 private func sadd(_ ctx: CommandContext) throws {
     let key = ctx.args.bytes(1)
-    let old = try ctx.keyspace.lookupWrite(key, as: .set)
-    if let old, try EncodedLayout(old.value).large {
-        // A hashtable set keeps insertion order: new members are appended to its bytes.
-        let set = try EncodedLookup(old.value, kind: .set)
-        var added: [[UInt8]] = []
-        var seen = Set<[UInt8]>()
-        for member in ctx.args[2...] where !set.contains(member) {
-            let bytes = member.bytes
-            if seen.insert(bytes).inserted { added.append(bytes) }
-        }
-        if !added.isEmpty {
-            var bytes = CollectionCodec.header(large: true, count: set.count + added.count, capacity: old.value.count)
-            bytes.append(contentsOf: set.body)
-            for member in added { CollectionCodec.appendElement(member, to: &bytes) }
-            try ctx.keyspace.storeCollection(key, kind: .set, bytes, isEmpty: false, old: old)
-        }
-        ctx.connection.replyInteger(added.count)
-        return
-    }
-    let found = try old.map { (try SetValue(decoding: $0.value), $0) }
-    var set = found?.0 ?? SetValue()
+    let loaded = try ctx.keyspace.loadSet(key)
+    let set = loaded?.value ?? SetValue()
     var added = 0
     for member in ctx.args[2...] where set.add(member.bytes, limits: ctx.limits) { added += 1 }
-    if added > 0 { try ctx.keyspace.store(set, at: key, replacing: found?.1) }
+    if added > 0 { try ctx.keyspace.store(set, at: key, replacing: loaded?.entry) }
     ctx.connection.replyInteger(added)
 }
 
 private func srem(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadSet(ctx.args.bytes(1)) else {
+    let key = ctx.args.bytes(1)
+    guard let (set, old) = try ctx.keyspace.loadSet(key) else {
         ctx.connection.replyInteger(0)
         return
     }
-    var set = found
     var removed = 0
     for member in ctx.args[2...] where set.remove(member.bytes) {
         removed += 1
         if set.isEmpty { break }
     }
-    if removed > 0 { try ctx.keyspace.store(set, at: ctx.args.bytes(1), replacing: old) }
+    if removed > 0 { try ctx.keyspace.store(set, at: key, replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
-/// Members as Redis lists them: an intset in numeric order (as kept), a
-/// hashtable in no particular order (insertion order here).
-private func replySet(_ ctx: CommandContext, _ members: [[UInt8]]) {
+/// Members as a set reply (RESP3's `~`, an array in RESP2).
+func replySet(_ ctx: CommandContext, _ members: [[UInt8]]) {
     RESPEncoder.setHeader(members.count, into: &ctx.connection.output, version: ctx.connection.protocolVersion)
     for member in members { ctx.connection.replyBulk(member) }
 }
 
+/// SMEMBERS: an intset's members in numeric order, a hashtable's in no particular order.
 private func smembers(_ ctx: CommandContext) throws {
-    replySet(ctx, try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true)?.0.members ?? [])
+    replySet(ctx, try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true)?.value.allMembers ?? [])
 }
 
 private func sismember(_ ctx: CommandContext) throws {
-    let set = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .set)
+    let set = try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true)?.value
     ctx.connection.replyInteger(set?.contains(ctx.args[2]) == true ? 1 : 0)
 }
 
 private func smismember(_ ctx: CommandContext) throws {
-    let set = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .set)
+    let set = try ctx.keyspace.loadSet(ctx.args.bytes(1), read: true)?.value
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] { ctx.connection.replyInteger(set?.contains(member) == true ? 1 : 0) }
 }
@@ -93,12 +74,23 @@ private func scard(_ ctx: CommandContext) throws {
     ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .set))
 }
 
-/// `count` distinct members at random (all of them, in order, when count covers the set).
-private func randomMembers(_ set: SetValue, _ count: Int) -> [[UInt8]] {
-    if count >= set.count { return set.members }
-    var indices = Array(set.members.indices)
-    for i in 0..<count { indices.swapAt(i, Int.random(in: i..<indices.count)) }
-    return indices.prefix(count).map { set.members[$0] }
+/// `count` distinct positions of `set` at random (all of them, in order, when count covers the set).
+private func randomPositions(_ set: SetValue, _ count: Int) -> [Int] {
+    if count >= set.count { return Array(0..<set.count) }
+    if count * 3 > set.count {
+        // Many: a partial shuffle of every position.
+        var indices = Array(0..<set.count)
+        for i in 0..<count { indices.swapAt(i, Int.random(in: i..<indices.count)) }
+        return Array(indices.prefix(count))
+    }
+    // Few: distinct picks.
+    var picked = Set<Int>()
+    var order: [Int] = []
+    while order.count < count {
+        let i = Int.random(in: 0..<set.count)
+        if picked.insert(i).inserted { order.append(i) }
+    }
+    return order
 }
 
 /// SRANDMEMBER key [count]: a positive count gives distinct members, a
@@ -110,7 +102,7 @@ private func srandmember(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(set.members[Int.random(in: 0..<set.count)])
+        ctx.connection.replyBulk(set.randomMember())
         return
     }
     let requested = try ctx.integer(2)
@@ -122,7 +114,7 @@ private func srandmember(_ ctx: CommandContext) throws {
         return
     }
     guard requested < 0 || requested == 1 else {
-        ctx.connection.replyBulkArray(randomMembers(set, Int(requested)))
+        ctx.connection.replyBulkArray(randomPositions(set, Int(requested)).map { set.member(at: $0) })
         return
     }
     // With repeats: as many as asked, stopping (the client is then closed,
@@ -133,7 +125,7 @@ private func srandmember(_ ctx: CommandContext) throws {
     let count = Int(requested.magnitude)
     c.replyArrayHeader(count)
     for _ in 0..<count {
-        c.replyBulk(set.members[Int.random(in: 0..<set.count)])
+        c.replyBulk(set.randomMember())
         if c.pendingOutput > bound {
             if hard == 0 { c.closeAfterReply = true }
             break
@@ -141,60 +133,61 @@ private func srandmember(_ ctx: CommandContext) throws {
     }
 }
 
-/// SPOP key [count]
+/// SPOP key [count]: logged as the SREM of what it popped (a replay must
+/// remove the same members, not others at random).
 private func spop(_ ctx: CommandContext) throws {
     guard ctx.args.count <= 3 else { throw ReplyError.syntax }
     let key = ctx.args.bytes(1)
-    guard ctx.args.count == 3 else {
-        guard let (found, old) = try ctx.keyspace.loadSet(key) else {
-            ctx.connection.replyNull()
-            return
+    var requested: Int?
+    if ctx.args.count == 3 {
+        guard let n = parseStrictInt64(ctx.args[2]), n >= 0 else {
+            throw ReplyError("ERR value is out of range, must be positive")
         }
-        var set = found
-        let member = set.members[Int.random(in: 0..<set.count)]
-        set.remove(member)
-        try ctx.keyspace.store(set, at: key, replacing: old)
-        ctx.connection.replyBulk(member)
+        requested = Int(n)
+    }
+    guard let (set, old) = try ctx.keyspace.loadSet(key) else {
+        if requested == nil { ctx.connection.replyNull() } else { replySet(ctx, []) }
         return
     }
-    guard let requested = parseStrictInt64(ctx.args[2]), requested >= 0 else {
-        throw ReplyError("ERR value is out of range, must be positive")
-    }
-    guard let (found, old) = try ctx.keyspace.loadSet(key), requested > 0 else {
+    if requested == 0 {
         replySet(ctx, [])
         return
     }
-    var set = found
-    let popped = randomMembers(set, Int(requested))
-    for member in popped { set.remove(member) }
+    var popped: [[UInt8]]
+    if requested == nil || requested! < set.count {
+        // Highest position first, so each removal leaves the others in place.
+        let positions = requested == nil ? [Int.random(in: 0..<set.count)] : randomPositions(set, requested!)
+        popped = positions.sorted(by: >).map { set.remove(at: $0) }
+    } else {
+        popped = set.allMembers
+        for member in popped { set.remove(member) }
+    }
+    ctx.server.persistence.logCommand(as: [Array("SREM".utf8), key] + popped)
     try ctx.keyspace.store(set, at: key, replacing: old)
-    replySet(ctx, popped)
+    if requested == nil { ctx.connection.replyBulk(popped[0]) } else { replySet(ctx, popped) }
 }
 
 /// SMOVE source destination member
 private func smove(_ ctx: CommandContext) throws {
     let (source, destination, member) = (ctx.args.bytes(1), ctx.args.bytes(2), ctx.args.bytes(3))
     // As Redis: a missing source answers 0 before either type is checked.
-    guard try ctx.keyspace.exists(source) else {
-        ctx.connection.replyInteger(0)
-        return
-    }
-    guard let (found, old) = try ctx.keyspace.loadSet(source) else {
+    guard let (sourceSet, old) = try ctx.keyspace.loadSet(source) else {
         ctx.connection.replyInteger(0)
         return
     }
     let to = try ctx.keyspace.loadSet(destination)
     if source == destination {
-        ctx.connection.replyInteger(found.contains(member) ? 1 : 0)
+        ctx.connection.replyInteger(sourceSet.contains(member) ? 1 : 0)
         return
     }
-    var sourceSet = found
     guard sourceSet.remove(member) else {
         ctx.connection.replyInteger(0)
         return
     }
     try ctx.keyspace.store(sourceSet, at: source, replacing: old)
-    var destinationSet = to?.0 ?? SetValue()
-    if destinationSet.add(member, limits: ctx.limits) { try ctx.keyspace.store(destinationSet, at: destination, replacing: to?.1) }
+    let destinationSet = to?.value ?? SetValue()
+    if destinationSet.add(member, limits: ctx.limits) {
+        try ctx.keyspace.store(destinationSet, at: destination, replacing: to?.entry)
+    }
     ctx.connection.replyInteger(1)
 }

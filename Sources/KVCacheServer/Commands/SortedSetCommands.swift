@@ -43,6 +43,18 @@ let sortedSetCommands: [Command] = [
     Command(name: "zrevrangebylex", arity: -4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
             group: "sorted-set", summary: "Returns members within a lexicographical range, descending.",
             handler: { try zrange($0, type: .lex, reverse: true) }),
+    Command(name: "zpopmin", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "sorted-set", summary: "Removes and returns the members with the lowest scores.",
+            handler: { try zpopMinMax($0, max: false) }),
+    Command(name: "zpopmax", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1,
+            group: "sorted-set", summary: "Removes and returns the members with the highest scores.",
+            handler: { try zpopMinMax($0, max: true) }),
+    Command(name: "zmpop", arity: -4, flags: ["write", "movablekeys"], firstKey: 0, lastKey: 0, step: 0,
+            group: "sorted-set", summary: "Removes and returns members from the first non-empty sorted set among several.",
+            handler: zmpop),
+    Command(name: "zrangestore", arity: -5, flags: ["write", "denyoom"], firstKey: 1, lastKey: 2, step: 1,
+            group: "sorted-set", summary: "Stores a range of members from a sorted set in a key.",
+            handler: { try zrange($0, type: nil, reverse: nil, store: true) }),
 ]
 
 // MARK: Numbers
@@ -109,7 +121,7 @@ extension Connection {
 // MARK: Commands
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...];
-/// ZINCRBY key increment member is ZADD with INCR.
+/// ZINCRBY key increment member is ZADD with INCR. O(log n) per member.
 private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
     var nx = false, xx = false, gt = false, lt = false, ch = false, incr = incrCommand
     var scoreIndex = 2
@@ -134,91 +146,62 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
     }
     if incr && elements > 1 { throw ReplyError("ERR INCR option supports a single increment-element pair") }
     var scores: [Double] = []
+    scores.reserveCapacity(elements)
     for j in 0..<elements {
         guard let score = parseScore(ctx.args[scoreIndex + 2 * j]) else { throw ReplyError.notFloat }
         scores.append(score)
     }
     let key = ctx.args.bytes(1)
-    let old = try ctx.keyspace.lookupWrite(key, as: .zset)
-    if old == nil && xx {
+    let loaded = try ctx.keyspace.loadZSet(key)
+    if loaded == nil && xx {
         if incr { ctx.connection.replyNull() } else { ctx.connection.replyInteger(0) }
         return
     }
-    let pairs = (0..<elements).map { (score: scores[$0], member: ctx.args.bytes(scoreIndex + 2 * $0 + 1)) }
-    let outcome: ZAddOutcome
-    // A few members into an existing sorted set: edit its bytes; otherwise decode it.
-    if let old, elements <= 8 {
-        var zset = try EncodedZSet(old.value)
-        outcome = try apply(pairs, to: &zset, nx: nx, xx: xx, gt: gt, lt: lt, incr: incr, limits: ctx.limits)
-        if outcome.added > 0 || outcome.updated > 0 {
-            try ctx.keyspace.storeCollection(key, kind: .zset, zset.bytes, isEmpty: false, old: old)
-        }
-    } else {
-        var zset = try old.map { try ZSetValue(decoding: $0.value) } ?? ZSetValue()
-        outcome = try apply(pairs, to: &zset, nx: nx, xx: xx, gt: gt, lt: lt, incr: incr, limits: ctx.limits)
-        if outcome.added > 0 || outcome.updated > 0 { try ctx.keyspace.store(zset, at: key, replacing: old) }
+    let zset = loaded?.value ?? ZSetValue()
+    if loaded == nil {
+        // As Redis's zsetTypeCreate: a skiplist at once when the arguments would make one.
+        let longest = (0..<elements).map { ctx.args[scoreIndex + 2 * $0 + 1].count }.max() ?? 0
+        if elements > ctx.limits.zsetMaxListpackEntries || longest > ctx.limits.zsetMaxListpackValue { zset.large = true }
     }
-    if let failure = outcome.failure { throw failure }
-    if incr {
-        if outcome.processed > 0 { ctx.connection.replyDouble(outcome.lastScore) } else { ctx.connection.replyNull() }
-    } else {
-        ctx.connection.replyInteger(ch ? outcome.added + outcome.updated : outcome.added)
-    }
-}
-
-/// What ZADD did: its counts, the last score set (for INCR), and a NaN failure.
-private struct ZAddOutcome {
     var added = 0, updated = 0, processed = 0
     var lastScore = 0.0
-    var failure: ReplyError?
-}
-
-/// A sorted set ZADD can change: decoded, or edited on its bytes.
-private protocol ZAddTarget {
-    func score(_ member: [UInt8]) -> Double?
-    mutating func set(_ member: [UInt8], score: Double) throws(ReplyError)
-    mutating func noteInsert(_ member: [UInt8], limits: EncodingLimits)
-}
-
-extension ZSetValue: ZAddTarget {}
-extension EncodedZSet: ZAddTarget {}
-
-/// ZADD's rules, as Redis's `zsetAdd`, for each (score, member) in turn.
-private func apply<Z: ZAddTarget>(_ pairs: [(score: Double, member: [UInt8])], to zset: inout Z,
-                                  nx: Bool, xx: Bool, gt: Bool, lt: Bool, incr: Bool,
-                                  limits: EncodingLimits) throws(ReplyError) -> ZAddOutcome {
-    var outcome = ZAddOutcome()
-    for (given, member) in pairs {
-        var score = given
+    for j in 0..<elements {
+        let member = ctx.args.bytes(scoreIndex + 2 * j + 1)
+        var score = scores[j]
         if let current = zset.score(member) {
             if nx { continue }
             if incr {
                 score += current
                 if score.isNaN {
-                    outcome.failure = ReplyError("ERR resulting score is not a number (NaN)")
-                    break
+                    // Nothing was changed before: INCR takes one member.
+                    throw ReplyError("ERR resulting score is not a number (NaN)")
                 }
             }
             if (lt && score >= current) || (gt && score <= current) { continue }
-            outcome.processed += 1
-            outcome.lastScore = score
+            processed += 1
+            lastScore = score
             if score != current {
-                try zset.set(member, score: score)
-                outcome.updated += 1
+                zset.set(member, score: score)
+                updated += 1
             }
         } else if !xx {
-            try zset.set(member, score: score)
-            zset.noteInsert(member, limits: limits)
-            outcome.added += 1
-            outcome.processed += 1
-            outcome.lastScore = score
+            zset.set(member, score: score)
+            zset.noteInsert(member, limits: ctx.limits)
+            added += 1
+            processed += 1
+            lastScore = score
         }
     }
-    return outcome
+    if added > 0 || updated > 0 { try ctx.keyspace.store(zset, at: key, replacing: loaded?.entry) }
+    if incr {
+        if processed > 0 { ctx.connection.replyDouble(lastScore) } else { ctx.connection.replyNull() }
+    } else {
+        ctx.connection.replyInteger(ch ? added + updated : added)
+    }
 }
 
 private func zscore(_ ctx: CommandContext) throws {
-    guard let score = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .zset)?.score(ctx.args[2]) else {
+    guard let score = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true)?.value.score(ctx.args.bytes(2)) else {
         ctx.connection.replyNull()
         return
     }
@@ -226,10 +209,10 @@ private func zscore(_ ctx: CommandContext) throws {
 }
 
 private func zmscore(_ ctx: CommandContext) throws {
-    let zset = try ctx.keyspace.lookupEncoded(ctx.args.bytes(1), of: .zset)
+    let zset = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true)?.value
     ctx.connection.replyArrayHeader(ctx.args.count - 2)
     for member in ctx.args[2...] {
-        if let score = zset?.score(member) { ctx.connection.replyDouble(score) } else { ctx.connection.replyNull() }
+        if let score = zset?.score(member.bytes) { ctx.connection.replyDouble(score) } else { ctx.connection.replyNull() }
     }
 }
 
@@ -238,22 +221,23 @@ private func zcard(_ ctx: CommandContext) throws {
 }
 
 private func zrem(_ ctx: CommandContext) throws {
-    guard let (found, old) = try ctx.keyspace.loadZSet(ctx.args.bytes(1)) else {
+    let key = ctx.args.bytes(1)
+    guard let (zset, old) = try ctx.keyspace.loadZSet(key) else {
         ctx.connection.replyInteger(0)
         return
     }
-    var zset = found
     var removed = 0
     for member in ctx.args[2...] where zset.remove(member.bytes) {
         removed += 1
         if zset.isEmpty { break }
     }
-    if removed > 0 { try ctx.keyspace.store(zset, at: ctx.args.bytes(1), replacing: old) }
+    if removed > 0 { try ctx.keyspace.store(zset, at: key, replacing: old) }
     ctx.connection.replyInteger(removed)
 }
 
 private func zrank(_ ctx: CommandContext, reverse: Bool) throws {
-    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true), let rank = zset.rank(ctx.args.bytes(2)) else {
+    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true),
+          let rank = zset.rank(ctx.args.bytes(2)) else {
         ctx.connection.replyNull()
         return
     }
@@ -261,11 +245,11 @@ private func zrank(_ ctx: CommandContext, reverse: Bool) throws {
 }
 
 /// A score interval, as Redis's `zrangespec`.
-private struct ScoreRange {
+struct ScoreRange {
     var min: Double, max: Double
     var minExclusive: Bool, maxExclusive: Bool
 
-    init?(_ min: Argument, _ max: Argument) {
+    init?(_ min: some Collection<UInt8>, _ max: some Collection<UInt8>) {
         guard let low = parseScoreBound(min), let high = parseScoreBound(max) else { return nil }
         (self.min, minExclusive) = low
         (self.max, maxExclusive) = high
@@ -274,16 +258,24 @@ private struct ScoreRange {
     func aboveMin(_ score: Double) -> Bool { minExclusive ? score > min : score >= min }
     func belowMax(_ score: Double) -> Bool { maxExclusive ? score < max : score <= max }
     var isEmpty: Bool { min > max || (min == max && (minExclusive || maxExclusive)) }
+
+    /// The ranks of `zset` whose scores are in the range: O(log n).
+    func ranks(in zset: ZSetValue) -> Range<Int> {
+        guard !isEmpty else { return 0..<0 }
+        let low = zset.countBelow(min, orEqual: minExclusive)
+        let high = zset.countBelow(max, orEqual: !maxExclusive)
+        return low < high ? low..<high : 0..<0
+    }
 }
 
 /// A lexicographical interval, as Redis's `zlexrangespec`: `-` and `+` are
 /// below and above everything.
-private struct LexRange {
+struct LexRange {
     enum Bound { case minusInfinity, plusInfinity, value([UInt8]) }
     var min: Bound, max: Bound
     var minExclusive: Bool, maxExclusive: Bool
 
-    static func parse(_ bytes: Argument) -> (Bound, Bool)? {
+    static func parse(_ bytes: some Collection<UInt8>) -> (Bound, Bool)? {
         guard let first = bytes.first else { return nil }
         switch first {
         case UInt8(ascii: "+"): return bytes.count == 1 ? (.plusInfinity, true) : nil
@@ -294,7 +286,7 @@ private struct LexRange {
         }
     }
 
-    init?(_ min: Argument, _ max: Argument) {
+    init?(_ min: some Collection<UInt8>, _ max: some Collection<UInt8>) {
         guard let low = Self.parse(min), let high = Self.parse(max) else { return nil }
         (self.min, minExclusive) = low
         (self.max, maxExclusive) = high
@@ -307,8 +299,14 @@ private struct LexRange {
         case (.minusInfinity, _), (_, .plusInfinity): return -1
         case (.plusInfinity, _), (_, .minusInfinity): return 1
         case (.value(let x), .value(let y)):
-            return x == y ? 0 : x.lexicographicallyPrecedes(y) ? -1 : 1
+            let c = compareBytes(x, y)
+            return c == 0 ? 0 : c < 0 ? -1 : 1
         }
+    }
+
+    var isEmpty: Bool {
+        let c = Self.compare(min, max)
+        return c > 0 || (c == 0 && (minExclusive || maxExclusive))
     }
 
     func aboveMin(_ member: [UInt8]) -> Bool {
@@ -321,36 +319,80 @@ private struct LexRange {
         return maxExclusive ? c < 0 : c <= 0
     }
 
-    var isEmpty: Bool {
-        let c = Self.compare(min, max)
-        return c > 0 || (c == 0 && (minExclusive || maxExclusive))
+    /// How many members of `zset` come before `bound` (`through`: up to and including it).
+    private static func position(_ bound: Bound, in zset: ZSetValue, through: Bool) -> Int {
+        switch bound {
+        case .minusInfinity: return 0
+        case .plusInfinity: return zset.count
+        case .value(let member): return zset.countMembersBelow(member, orEqual: through)
+        }
+    }
+
+    /// The ranks a lexicographical range selects from `zset`, after skipping
+    /// `offset` and taking `limit` (negative: all), ascending or
+    /// descending (then the range's elements are to be walked in reverse).
+    /// The range is meant for members of one score. As Redis: a skiplist
+    /// (`large`) is searched by its members (O(log n)); a listpack is
+    /// walked from its head (tail) to the first member past the min (below
+    /// the max), `offset` members are skipped unchecked, then members are
+    /// taken up to the first one past the max (below the min), which gives Redis's answer
+    /// for mixed scores too.
+    func window(in zset: ZSetValue, reverse: Bool, offset: Int, limit: Int) -> Range<Int> {
+        let n = zset.count
+        guard n > 0, !isEmpty, offset >= 0, limit != 0,
+              aboveMin(zset.element(at: n - 1).member), belowMax(zset.element(at: 0).member) else { return 0..<0 }
+        if zset.large {
+            let low = Self.position(min, in: zset, through: minExclusive)
+            let high = Self.position(max, in: zset, through: !maxExclusive)
+            guard low + offset < high else { return 0..<0 }
+            let available = high - low - offset
+            let taken = limit < 0 ? available : Swift.min(limit, available)
+            return reverse ? (high - offset - taken)..<(high - offset) : (low + offset)..<(low + offset + taken)
+        }
+        let members = zset.allElements.map(\.member)
+        let order: [Int] = reverse ? Array((0..<n).reversed()) : Array(0..<n)
+        guard let first = order.firstIndex(where: { reverse ? belowMax(members[$0]) : aboveMin(members[$0]) }),
+              reverse ? aboveMin(members[order[first]]) : belowMax(members[order[first]]) else { return 0..<0 }
+        var i = first + offset
+        var taken = 0
+        while i < n && (limit < 0 || taken < limit) && (reverse ? aboveMin(members[order[i]]) : belowMax(members[order[i]])) {
+            taken += 1
+            i += 1
+        }
+        guard taken > 0 else { return 0..<0 }
+        let a = order[first + offset], b = order[first + offset + taken - 1]
+        return Swift.min(a, b)..<(Swift.max(a, b) + 1)
     }
 }
 
 private func zcount(_ ctx: CommandContext) throws {
     guard let range = ScoreRange(ctx.args[2], ctx.args[3]) else { throw ReplyError("ERR min or max is not a float") }
-    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true), !range.isEmpty else {
+    guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
         ctx.connection.replyInteger(0)
         return
     }
-    ctx.connection.replyInteger(zset.scores.filter { range.aboveMin($0) && range.belowMax($0) }.count)
+    ctx.connection.replyInteger(range.ranks(in: zset).count)
 }
 
 private enum RangeType { case rank, score, lex }
 
 /// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES],
-/// and the older forms with the type and direction fixed, as Redis's
-/// `zrangeGenericCommand`.
-private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse fixedReverse: Bool?) throws {
+/// the older forms with the type and direction fixed, and (`store`)
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count],
+/// as Redis's `zrangeGenericCommand`: O(log n) to find the range, then O(1)
+/// per element.
+private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse fixedReverse: Bool?,
+                    store: Bool = false) throws {
+    let first = store ? 2 : 1  // the source key
     var type = fixedType
     var reverse = fixedReverse
     var withScores = false
     var offset = 0, limit = -1
-    var j = 4
+    var j = first + 3
     while j < ctx.args.count {
         let left = ctx.args.count - j - 1
         switch ctx.option(j) {
-        case "withscores": withScores = true
+        case "withscores" where !store: withScores = true
         case "limit" where left >= 2:
             offset = Int(try ctx.integer(j + 1))
             limit = Int(try ctx.integer(j + 2))
@@ -372,85 +414,171 @@ private func zrange(_ ctx: CommandContext, type fixedType: RangeType?, reverse f
         throw ReplyError("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
     }
     // Reversed score and lex ranges are given as max then min.
-    let (minArg, maxArg) = descending && rangeType != .rank ? (ctx.args[3], ctx.args[2]) : (ctx.args[2], ctx.args[3])
-    var indices: [Int] = []
+    let (minArg, maxArg) = descending && rangeType != .rank
+        ? (ctx.args[first + 2], ctx.args[first + 1]) : (ctx.args[first + 1], ctx.args[first + 2])
+    var rankBounds: (Int, Int) = (0, 0)
+    var scoreRange: ScoreRange?
+    var lexRange: LexRange?
     switch rangeType {
-    case .rank:
-        let start = Int(try ctx.integer(2)), end = Int(try ctx.integer(3))
-        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
-            ctx.connection.replyArrayHeader(0)
-            return
-        }
-        if let range = normalizedRange(start, end, count: zset.count) {
-            indices = range.map { descending ? zset.count - 1 - $0 : $0 }
-        }
-        reply(ctx, zset, indices, withScores: withScores)
+    case .rank: rankBounds = (Int(try ctx.integer(first + 1)), Int(try ctx.integer(first + 2)))
     case .score:
         guard let range = ScoreRange(minArg, maxArg) else { throw ReplyError("ERR min or max is not a float") }
-        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
-            ctx.connection.replyArrayHeader(0)
-            return
-        }
-        if !range.isEmpty && !(offset > 0 && offset >= zset.count) {
-            let order: [Int] = descending ? Array(zset.scores.indices.reversed()) : Array(zset.scores.indices)
-            let matching = order.filter { range.aboveMin(zset.scores[$0]) && range.belowMax(zset.scores[$0]) }
-            indices = window(matching, offset: offset, limit: limit)
-        }
-        reply(ctx, zset, indices, withScores: withScores)
+        scoreRange = range
     case .lex:
         guard let range = LexRange(minArg, maxArg) else { throw ReplyError("ERR min or max not valid string range item") }
-        guard let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(1), read: true) else {
-            ctx.connection.replyArrayHeader(0)
-            return
+        lexRange = range
+    }
+    var selected: [(member: [UInt8], score: Double)] = []
+    if let (zset, _) = try ctx.keyspace.loadZSet(ctx.args.bytes(first), read: true) {
+        let ranks: Range<Int>
+        switch rangeType {
+        case .rank:
+            if let range = normalizedRange(rankBounds.0, rankBounds.1, count: zset.count) {
+                // A reversed rank range counts from the end.
+                ranks = descending ? (zset.count - 1 - range.upperBound)..<(zset.count - range.lowerBound)
+                    : range.lowerBound..<(range.upperBound + 1)
+            } else {
+                ranks = 0..<0
+            }
+        case .score: ranks = scoreRange!.ranks(in: zset)
+        case .lex: ranks = 0..<0
         }
-        if !(offset > 0 && offset >= zset.count) { indices = lexRange(zset.members, range, descending, offset, limit) }
-        reply(ctx, zset, indices, withScores: false)
+        if let lexRange {
+            selected = zset.elements(lexRange.window(in: zset, reverse: descending, offset: offset, limit: limit),
+                                     reverse: descending)
+        } else {
+            selected = window(ranks, offset: offset, limit: limit, reverse: descending, of: zset)
+        }
+    }
+    if store {
+        try storeRange(ctx, selected, at: ctx.args.bytes(1))
+    } else {
+        replyElements(ctx, selected, withScores: withScores)
     }
 }
 
-/// The ranks a lexicographical range selects, walked as Redis walks a
-/// listpack (`zzlFirstInLexRange` and on): meant for members of one score,
-/// it gives Redis's answer for mixed scores too. The range holds when the
-/// last member is above its min and the first below its max; the walk starts
-/// at the first member above the min (from the tail: below the max), skips
-/// `offset` members, and stops at the first one past the other end.
-private func lexRange(_ members: [[UInt8]], _ range: LexRange, _ descending: Bool, _ offset: Int, _ limit: Int) -> [Int] {
-    guard let first = members.first, let last = members.last, !range.isEmpty,
-          range.aboveMin(last), range.belowMax(first) else { return [] }
-    let order: [Int] = descending ? Array(members.indices.reversed()) : Array(members.indices)
-    guard let start = order.firstIndex(where: { descending ? range.belowMax(members[$0]) : range.aboveMin(members[$0]) }),
-          descending ? range.aboveMin(members[order[start]]) : range.belowMax(members[order[start]]),
-          offset >= 0 else { return [] }
-    var result: [Int] = []
-    var i = start + offset
-    var left = limit
-    while i < order.count && left != 0 {
-        let member = members[order[i]]
-        guard descending ? range.aboveMin(member) : range.belowMax(member) else { break }
-        result.append(order[i])
-        i += 1
-        left -= 1
+/// The elements of `ranks` in the order asked, after skipping `offset` and
+/// taking `limit` (a negative offset leaves nothing, a negative limit means all).
+private func window(_ ranks: Range<Int>, offset: Int, limit: Int, reverse: Bool,
+                    of zset: ZSetValue) -> [(member: [UInt8], score: Double)] {
+    guard offset >= 0, offset < ranks.count, limit != 0 else { return [] }
+    let available = ranks.count - offset
+    let n = limit < 0 ? available : min(limit, available)
+    let picked = reverse ? (ranks.upperBound - offset - n)..<(ranks.upperBound - offset)
+        : (ranks.lowerBound + offset)..<(ranks.lowerBound + offset + n)
+    return zset.elements(picked, reverse: reverse)
+}
+
+/// ZRANGESTORE's result: a new sorted set at `destination` (replacing
+/// whatever was there), or the destination deleted when the range is empty.
+private func storeRange(_ ctx: CommandContext, _ elements: [(member: [UInt8], score: Double)],
+                        at destination: [UInt8]) throws {
+    guard !elements.isEmpty else {
+        try ctx.keyspace.delete(destination)
+        ctx.connection.replyInteger(0)
+        return
     }
-    return result
+    let zset = ZSetValue()
+    zset.large = elements.count > ctx.limits.zsetMaxListpackEntries
+    for (member, score) in elements {
+        zset.set(member, score: score)
+        zset.noteInsert(member, limits: ctx.limits)
+    }
+    try ctx.keyspace.storeNew(zset, of: .zset, at: destination)
+    ctx.connection.replyInteger(elements.count)
 }
 
-/// LIMIT offset count over matches: a negative offset leaves nothing, a
-/// negative count means all the rest.
-private func window(_ matches: [Int], offset: Int, limit: Int) -> [Int] {
-    guard offset >= 0 else { return [] }
-    let rest = matches.dropFirst(offset)
-    return Array(limit < 0 ? rest : rest.prefix(limit))
-}
-
-/// Members at `indices`, with scores if asked: a flat array in RESP2,
-/// [member, score] pairs in RESP3.
-private func reply(_ ctx: CommandContext, _ zset: ZSetValue, _ indices: [Int], withScores: Bool) {
+/// Members with scores if asked: a flat array in RESP2, [member, score]
+/// pairs in RESP3.
+func replyElements(_ ctx: CommandContext, _ elements: [(member: [UInt8], score: Double)], withScores: Bool) {
     let c = ctx.connection
     let pairs = withScores && c.protocolVersion >= 3
-    c.replyArrayHeader(withScores && !pairs ? indices.count * 2 : indices.count)
-    for i in indices {
+    c.replyArrayHeader(withScores && !pairs ? elements.count * 2 : elements.count)
+    for (member, score) in elements {
         if pairs { c.replyArrayHeader(2) }
-        c.replyBulk(zset.members[i])
-        if withScores { c.replyDouble(zset.scores[i]) }
+        c.replyBulk(member)
+        if withScores { c.replyDouble(score) }
+    }
+}
+
+// MARK: Pops
+
+/// How a pop replies, as Redis's genericZpopCommand: ZPOPMIN/ZPOPMAX a
+/// flat array (pairs in RESP3 when a count was given), BZPOPMIN/BZPOPMAX
+/// the key then a flat member and score, ZMPOP/BZMPOP [key, [[member, score] ...]].
+enum ZPopReply { case plain, withKey, nested }
+
+/// Pops up to `count` elements (-1: one, plain) from the first of `keys`
+/// that exists (its type checked), lowest or highest first, and replies.
+/// Logged as ZPOPMIN/ZPOPMAX key [count].
+/// - Returns: whether a sorted set was found (nothing is replied otherwise).
+func popFromFirstSortedSet(_ ctx: CommandContext, _ keys: [[UInt8]], max: Bool, count: Int, reply: ZPopReply) throws -> Bool {
+    for key in keys {
+        guard let (zset, old) = try ctx.keyspace.loadZSet(key) else { continue }
+        let n = Swift.min(count < 0 ? 1 : count, zset.count)
+        let popped = zset.removeRanks(max ? (zset.count - n)..<zset.count : 0..<n)
+        let ordered = max ? Array(popped.reversed()) : popped
+        var logged = [Array((max ? "ZPOPMAX" : "ZPOPMIN").utf8), key]
+        if count >= 0 { logged.append(Array(String(n).utf8)) }
+        ctx.server.persistence.logCommand(as: logged)
+        try ctx.keyspace.store(zset, at: key, replacing: old)
+        let c = ctx.connection
+        switch reply {
+        case .plain:
+            let pairs = c.protocolVersion >= 3 && count >= 0
+            c.replyArrayHeader(pairs ? ordered.count : ordered.count * 2)
+            for (member, score) in ordered {
+                if pairs { c.replyArrayHeader(2) }
+                c.replyBulk(member)
+                c.replyDouble(score)
+            }
+        case .withKey:
+            c.replyArrayHeader(ordered.count * 2 + 1)
+            c.replyBulk(key)
+            for (member, score) in ordered {
+                c.replyBulk(member)
+                c.replyDouble(score)
+            }
+        case .nested:
+            c.replyArrayHeader(2)
+            c.replyBulk(key)
+            c.replyArrayHeader(ordered.count)
+            for (member, score) in ordered {
+                c.replyArrayHeader(2)
+                c.replyBulk(member)
+                c.replyDouble(score)
+            }
+        }
+        return true
+    }
+    return false
+}
+
+/// ZPOPMIN/ZPOPMAX key [count]
+private func zpopMinMax(_ ctx: CommandContext, max: Bool) throws {
+    guard ctx.args.count <= 3 else { throw ReplyError.syntax }
+    var count = -1
+    if ctx.args.count == 3 {
+        guard let n = parseStrictInt64(ctx.args[2]) else { throw ReplyError.notInteger }
+        guard n >= 0 else { throw ReplyError("ERR value is out of range, must be positive") }
+        count = Int(n)
+    }
+    let key = ctx.args.bytes(1)
+    if count == 0 {
+        // Redis checks the key's type first, then answers an empty array.
+        _ = try ctx.keyspace.loadZSet(key)
+        ctx.connection.replyArrayHeader(0)
+        return
+    }
+    if try !popFromFirstSortedSet(ctx, [key], max: max, count: count, reply: .plain) {
+        ctx.connection.replyArrayHeader(0)
+    }
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+private func zmpop(_ ctx: CommandContext) throws {
+    let parsed = try MultiPopArguments(ctx, numkeysAt: 1, ends: ("min", "max"))
+    if try !popFromFirstSortedSet(ctx, parsed.keys, max: !parsed.firstEnd, count: Swift.max(parsed.count, 1), reply: .nested) {
+        ctx.connection.replyNullArray()
     }
 }

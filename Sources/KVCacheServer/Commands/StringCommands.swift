@@ -123,15 +123,16 @@ private func set(_ ctx: CommandContext) throws {
     let key = ctx.args.bytes(1)
     // The old entry matters only to NX, XX, GET and KEEPTTL.
     let needsOld = options.nx || options.xx || options.get || options.keepTTL
-    let old = needsOld ? try ctx.keyspace.lookupWrite(key) : nil
+    let old = needsOld ? try ctx.keyspace.lookupStored(key, read: false) : nil
     // GET answers the old value first, so a collection fails before NX or XX is looked at.
-    if options.get, let old, old.kind != .string { throw ReplyError.wrongType }
+    if options.get, let old, old.row.kind != .string { throw ReplyError.wrongType }
+    let oldValue = options.get ? old?.row.value.bytes : nil
     if (options.nx && old != nil) || (options.xx && old == nil) {
-        if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyNull() }
+        if options.get { ctx.connection.replyOptionalBulk(oldValue) } else { ctx.connection.replyNull() }
         return
     }
-    try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: options.keepTTL ? old?.expiresAt : expiresAt)
-    if options.get { ctx.connection.replyOptionalBulk(old?.value) } else { ctx.connection.replyOK() }
+    try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: options.keepTTL ? old?.row.expiresAt : expiresAt)
+    if options.get { ctx.connection.replyOptionalBulk(oldValue) } else { ctx.connection.replyOK() }
 }
 
 private func setnx(_ ctx: CommandContext) throws {
@@ -182,8 +183,8 @@ private func mget(_ ctx: CommandContext) throws {
     var values: [[UInt8]?] = []
     // A key holding a collection reads as nil, as in Redis.
     for key in ctx.args.dropFirst() {
-        let entry = try ctx.keyspace.lookupRead(key.bytes)
-        values.append(entry?.kind == .string ? entry?.value : nil)
+        let entry = try ctx.keyspace.lookupStored(key.bytes, read: true)
+        values.append(entry?.row.kind == .string ? entry?.row.value.bytes : nil)
     }
     ctx.connection.replyArrayHeader(values.count)
     for value in values { ctx.connection.replyOptionalBulk(value) }

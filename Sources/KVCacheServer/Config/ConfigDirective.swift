@@ -61,9 +61,9 @@ struct ConfigDirective: Sendable {
 
 extension ConfigDirective {
     /// An integer within `range`.
-    static func integer(_ name: String, _ field: any WritableKeyPath<ServerConfig, Int> & Sendable,
+    static func integer(_ name: String, aliases: [String] = [], _ field: any WritableKeyPath<ServerConfig, Int> & Sendable,
                         _ range: ClosedRange<Int>, live: Bool = false) -> ConfigDirective {
-        ConfigDirective(name: name, live: live, apply: { config, args, name in
+        ConfigDirective(name: name, aliases: aliases, live: live, apply: { config, args, name in
             config[keyPath: field] = try integerArgument(args, name, range: range)
         }, render: { "\($0[keyPath: field])" })
     }
@@ -129,6 +129,39 @@ extension ConfigDirective {
         ConfigDirective(name: name, aliases: aliases, live: live, apply: { config, args, name in
             config.evictionPolicy = try policyArgument(oneArgument(args, name))
         }, render: { $0.evictionPolicy.rawValue })
+    }
+}
+
+extension ConfigDirective {
+    /// A Redis setting accepted with no effect here (`acceptedSettings`):
+    /// `check` parses the one argument as Redis would and gives its
+    /// rendering.
+    static func accepted(_ name: String, aliases: [String] = [], default value: String,
+                         _ check: @escaping @Sendable (_ args: [String], _ name: String) throws -> String) -> ConfigDirective {
+        ConfigDirective(name: name, aliases: aliases, live: true, apply: { config, args, given in
+            config.acceptedSettings[name] = try check(args, given)
+        }, render: { $0.acceptedSettings[name] ?? value })
+    }
+
+    static func acceptedInteger(_ name: String, aliases: [String] = [], default value: Int,
+                                _ range: ClosedRange<Int>) -> ConfigDirective {
+        accepted(name, aliases: aliases, default: String(value)) { args, given in
+            String(try integerArgument(args, given, range: range))
+        }
+    }
+
+    static func acceptedYesNo(_ name: String, aliases: [String] = [], default value: Bool) -> ConfigDirective {
+        accepted(name, aliases: aliases, default: value ? "yes" : "no") { args, given in
+            switch try oneArgument(args, given).lowercased() {
+            case "yes": return "yes"
+            case "no": return "no"
+            default: throw ConfigError("argument must be 'yes' or 'no'")
+            }
+        }
+    }
+
+    static func acceptedSize(_ name: String, default value: Int) -> ConfigDirective {
+        accepted(name, default: String(value)) { args, given in String(try sizeArgument(args, given)) }
     }
 }
 

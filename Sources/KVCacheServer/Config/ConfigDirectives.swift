@@ -43,8 +43,9 @@ extension ServerConfig {
             return "normal \(l.hard) \(l.soft) \(l.softSeconds) replica 268435456 67108864 60 pubsub 33554432 8388608 60"
         }),
         .size("default-capacity", \.defaultCapacity, live: true),
-        // maxmemory-policy is Redis's name for the default policy.
-        .policy("eviction-policy", aliases: ["maxmemory-policy"], live: true),
+        // The default policy of a cache's capacity (this server's own; Redis's
+        // maxmemory-policy is the server-wide limit's, below).
+        .policy("eviction-policy", live: true),
         ConfigDirective(name: "cache", live: true, words: true, rewrite: .linePerEntry({ config in
             config.caches.keys.sorted().map { name in
                 let settings = config.caches[name]!
@@ -181,7 +182,39 @@ extension ServerConfig {
         .encodingLimit("set-max-intset-entries", \.setMaxIntsetEntries),
         .encodingLimit("zset-max-listpack-entries", aliases: ["zset-max-ziplist-entries"], \.zsetMaxListpackEntries),
         .encodingLimit("zset-max-listpack-value", aliases: ["zset-max-ziplist-value"], \.zsetMaxListpackValue, isSize: true),
-    ] + scriptingDirectives
+        // Redis's maxmemory: a server-wide limit on data, enforced on writes.
+        .size("maxmemory", \.maxMemory, live: true),
+        .choice("maxmemory-policy", \.maxMemoryPolicy, MaxMemoryPolicy.allCases.map(\.rawValue), live: true),
+        .integer("maxmemory-samples", \.maxMemorySamples, 1...Int(Int32.max), live: true),
+        .integer("maxmemory-eviction-tenacity", \.maxMemoryEvictionTenacity, 0...100, live: true),
+        .integer("lfu-log-factor", \.lfuLogFactor, 0...Int(Int32.max), live: true),
+        .integer("lfu-decay-time", \.lfuDecayTime, 0...Int(Int32.max), live: true),
+        // Redis settings its clients and tests set, accepted with no effect
+        // a client could see here (see ServerConfig).
+        .integer("list-max-listpack-size", aliases: ["list-max-ziplist-size"], \.listMaxListpackSize,
+                 Int(Int32.min)...Int(Int32.max), live: true),
+        .integer("list-compress-depth", \.listCompressDepth, 0...Int(Int32.max), live: true),
+        .integer("active-expire-effort", \.activeExpireEffort, 1...10, live: true),
+        .choice("sanitize-dump-payload", \.sanitizeDumpPayload, ["no", "yes", "clients"], live: true),
+        // Replication and RDB settings (no replicas or RDB files here):
+        // accepted so that Redis's tests and clients that set them run on.
+        .acceptedInteger("repl-ping-replica-period", aliases: ["repl-ping-slave-period"], default: 10, 1...Int(Int32.max)),
+        .acceptedInteger("repl-timeout", default: 60, 1...Int(Int32.max)),
+        .acceptedSize("repl-backlog-size", default: 1_048_576),
+        .acceptedYesNo("replica-serve-stale-data", aliases: ["slave-serve-stale-data"], default: true),
+        .acceptedYesNo("replica-read-only", aliases: ["slave-read-only"], default: true),
+        .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)),
+        .acceptedYesNo("aof-use-rdb-preamble", default: true),
+    ] + ["lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del",
+         "lazyfree-lazy-user-flush"].map { name in
+        ConfigDirective(name: name, live: true, apply: { config, args, name in
+            switch try oneArgument(args, name).lowercased() {
+            case "yes": config.lazyFree[name] = true
+            case "no": config.lazyFree[name] = false
+            default: throw ConfigError("argument must be 'yes' or 'no'")
+            }
+        }, render: { ($0.lazyFree[name] ?? false) ? "yes" : "no" })
+    } + scriptingDirectives
 
     /// Every name a directive answers to (aliases right after their
     /// directive), in the table's order: what CONFIG GET matches.

@@ -120,6 +120,30 @@ public struct ServerConfig: Sendable {
     public var configFile: String?
     /// Redis's thresholds between small and large collection encodings (OBJECT ENCODING).
     var encodingLimits = EncodingLimits()
+    /// Redis's `maxmemory`: the most data (content bytes over every cache,
+    /// plus what clients' buffers hold) before writes evict by
+    /// `maxMemoryPolicy` or are refused with -OOM; 0 for no limit.
+    public var maxMemory = 0
+    public var maxMemoryPolicy = MaxMemoryPolicy.noeviction
+    public var maxMemorySamples = 5
+    public var maxMemoryEvictionTenacity = 10
+    /// LFU's counter: how slowly it grows (`lfu-log-factor`) and how many
+    /// minutes of idleness take one off it (`lfu-decay-time`).
+    public var lfuLogFactor = 10
+    public var lfuDecayTime = 1
+    /// Redis settings accepted (and reported by CONFIG GET) that change
+    /// nothing a client can see here: lists are ring buffers (list-*),
+    /// frees are immediate (lazyfree-*), RESTORE always checks a payload
+    /// whole (sanitize-dump-payload).
+    var listMaxListpackSize = -2
+    var listCompressDepth = 0
+    var activeExpireEffort = 1
+    var sanitizeDumpPayload = "no"
+    var lazyFree: [String: Bool] = [:]
+    /// Replication and RDB settings Redis's tests set: checked as Redis
+    /// checks them, answered by CONFIG GET, and otherwise unused (there are
+    /// no replicas and no RDB files here).
+    var acceptedSettings: [String: String] = [:]
     /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
     var scripting = ScriptingSettings()
 

@@ -138,6 +138,14 @@ final class CacheRegistry {
     /// The memory every open cache's entries share (`memory-tier-size`).
     lazy var memoryBudget = MemoryBudget(limit: config.memoryTierBytes)
 
+    /// How accesses stamp keys (LRU clock, LFU counter), shared by every cache.
+    lazy var accessTracking: AccessTracking = {
+        let tracking = AccessTracking()
+        tracking.lfuLogFactor = config.lfuLogFactor
+        tracking.lfuDecayTime = config.lfuDecayTime
+        return tracking
+    }()
+
     /// Told when a cache's engine opens (the log must stay ahead of its file).
     var onOpen: ((CacheEngine) -> Void)?
     /// Where a slow open (a VACUUM of a fragmented file) is reported, as LATENCY's `cache-open`.
@@ -152,6 +160,7 @@ final class CacheRegistry {
         configuration.maxPageCount = config.sqliteMaxPageCount
         configuration.durableCommits = true
         configuration.sharedMemoryBudget = memoryBudget
+        configuration.accessTracking = accessTracking
         // A replayed command sees its record's time (Server.clockOverride).
         configuration.clock = { Date(timeIntervalSince1970: Double(Server.nowMilliseconds()) / 1000) }
         let logger = self.logger
@@ -277,6 +286,8 @@ final class CacheRegistry {
     func apply(_ newConfig: ServerConfig) {
         config = newConfig
         memoryBudget.limit = config.memoryTierBytes
+        accessTracking.lfuLogFactor = config.lfuLogFactor
+        accessTracking.lfuDecayTime = config.lfuDecayTime
         for cache in open.values {
             guard let engine = cache.engine else { continue }
             let settings = config.settings(forCache: cache.name)

@@ -2,20 +2,14 @@ import Foundation
 import SQLiteKVCache
 
 /// Lists, sets, hashes and sorted sets as the collection commands reach
-/// them: looked up (a counted read or an uncounted one before a write),
-/// decoded, and stored back through `store(_:)` or `delete(_:)`.
+/// them: live values (see `LiveValue`), decoded once and kept in memory in
+/// their working form. A read (`read: true`) gets the engine's object and
+/// must never change it; a write (`read: false`) gets an object it owns,
+/// validates everything first, changes it in place, then calls one of the
+/// `store(_:at:replacing:)` methods once (an emptied collection deletes its
+/// key). A command that changes a live value is logged as itself, and a
+/// replay runs it again at its record's time (`Persistence.noteLiveChange`).
 extension Keyspace {
-    /// A decoded collection and the entry it came from (whose expiry and
-    /// metadata a store keeps).
-    typealias Loaded<Value> = (value: Value, entry: Entry)
-
-    /// The entry of `kind` at `key`: a counted read when `read`, else an
-    /// uncounted lookup before a write.
-    /// - Throws: WRONGTYPE when the key holds another kind.
-    func collectionEntry(_ key: [UInt8], of kind: ValueKind, read: Bool) throws -> Entry? {
-        read ? try lookupRead(key, as: kind) : try lookupWrite(key, as: kind)
-    }
-
     /// A list, live: decoded once and kept in memory in its working form;
     /// for a write (`read` false) one the caller may change in place, then
     /// hand back with `store(_:at:replacing:)`.
@@ -51,12 +45,12 @@ extension Keyspace {
             guard old != nil else { return }
             // The object shrank in place: account for it before the delete,
             // which takes the entry's size as it is now.
-            if inPlace { try changeLive(key, oldEncodedSize: value.sizeAtLoad, storageDate: now) }
+            if inPlace { try changeLive(key, kind: kind, oldEncodedSize: value.sizeAtLoad, storageDate: now) }
             try delete(key)
             return
         }
         if inPlace {
-            try changeLive(key, oldEncodedSize: value.sizeAtLoad, storageDate: now)
+            try changeLive(key, kind: kind, oldEncodedSize: value.sizeAtLoad, storageDate: now)
         } else {
             try storeStored(StoredEntry(key: key, row: Row(storageDate: now, expiresAt: old?.row.expiresAt, kind: kind,
                                                           metadata: old?.row.metadata ?? [], value: .live(value))))
@@ -64,70 +58,80 @@ extension Keyspace {
         value.sizeAtLoad = value.encodedSize
     }
 
+    /// Stores `value` as a new entry at `key`, replacing whatever the key
+    /// held (any kind, its expiry dropped), as Redis's `setKey` does for
+    /// the result of SINTERSTORE, ZUNIONSTORE, SORT … STORE and the like;
+    /// an empty one deletes the key. Logged as its command.
+    func storeNew<V: LiveCollection>(_ value: V, of kind: ValueKind, at key: [UInt8]) throws {
+        defer { server.persistence.noteLiveChange() }
+        if value.isEmpty {
+            try delete(key)
+            return
+        }
+        let now = Double(Server.nowMilliseconds()) / 1000
+        try storeStored(StoredEntry(key: key, row: Row(storageDate: now, expiresAt: nil, kind: kind, metadata: [],
+                                                      value: .live(value))))
+        value.sizeAtLoad = value.encodedSize
+    }
+
     func store(_ list: ListValue, at key: [UInt8], replacing old: StoredEntry?) throws {
         try store(list, of: .list, at: key, replacing: old)
     }
 
-    func loadSet(_ key: [UInt8], read: Bool = false) throws -> Loaded<SetValue>? {
-        guard let entry = try collectionEntry(key, of: .set, read: read) else { return nil }
-        return (try SetValue(decoding: entry.value), entry)
+    func loadSet(_ key: [UInt8], read: Bool = false) throws -> (value: SetValue, entry: StoredEntry)? {
+        try loadLive(key, of: .set, read: read) { bytes throws(ReplyError) in try SetValue(decoding: bytes) }
     }
 
-    func loadHash(_ key: [UInt8], read: Bool = false) throws -> Loaded<HashValue>? {
-        guard let entry = try collectionEntry(key, of: .hash, read: read) else { return nil }
-        return (try HashValue(decoding: entry.value), entry)
+    func loadHash(_ key: [UInt8], read: Bool = false) throws -> (value: HashValue, entry: StoredEntry)? {
+        try loadLive(key, of: .hash, read: read) { bytes throws(ReplyError) in try HashValue(decoding: bytes) }
     }
 
-    func loadZSet(_ key: [UInt8], read: Bool = false) throws -> Loaded<ZSetValue>? {
-        guard let entry = try collectionEntry(key, of: .zset, read: read) else { return nil }
-        return (try ZSetValue(decoding: entry.value), entry)
+    /// A sorted set, live (see `loadList`).
+    func loadZSet(_ key: [UInt8], read: Bool = false) throws -> (value: ZSetValue, entry: StoredEntry)? {
+        try loadLive(key, of: .zset, read: read) { bytes throws(ReplyError) in try ZSetValue(decoding: bytes) }
     }
 
-    /// Point lookups into the collection of `kind` at `key`, a counted read,
-    /// without decoding it.
-    func lookupEncoded(_ key: [UInt8], of kind: ValueKind) throws -> EncodedLookup? {
-        guard let entry = try lookupRead(key, as: kind) else { return nil }
-        return try EncodedLookup(entry.value, kind: kind)
+    func store(_ set: SetValue, at key: [UInt8], replacing old: StoredEntry?) throws {
+        try store(set, of: .set, at: key, replacing: old)
+    }
+
+    func store(_ hash: HashValue, at key: [UInt8], replacing old: StoredEntry?) throws {
+        try store(hash, of: .hash, at: key, replacing: old)
+    }
+
+    func store(_ zset: ZSetValue, at key: [UInt8], replacing old: StoredEntry?) throws {
+        try store(zset, of: .zset, at: key, replacing: old)
+    }
+
+    /// The live collection of `kind` at `key`, as a counted read: the
+    /// object the engine holds, never to be changed.
+    func readCollection(_ key: [UInt8], of kind: ValueKind) throws -> LiveCollection? {
+        switch kind {
+        case .list: return try loadList(key, read: true)?.value
+        case .set: return try loadSet(key, read: true)?.value
+        case .hash: return try loadHash(key, read: true)?.value
+        case .zset: return try loadZSet(key, read: true)?.value
+        case .string: return nil
+        }
     }
 
     /// The element count of the collection of `kind` at `key` (0 when
-    /// absent), read from its header: a counted read.
+    /// absent): a counted read.
     func collectionCount(_ key: [UInt8], of kind: ValueKind) throws -> Int {
-        guard let entry = try lookupRead(key, as: kind) else { return 0 }
-        return try EncodedLayout(entry.value).count
-    }
-
-    /// Stores the encoded collection `bytes` of `kind` under `key`, keeping
-    /// the expiry and metadata of `old` (the entry it replaces, if any); an
-    /// empty one deletes the key, as Redis never keeps an empty collection.
-    func storeCollection(_ key: [UInt8], kind: ValueKind, _ bytes: [UInt8], isEmpty: Bool, old: Entry?) throws {
-        if isEmpty {
-            if old != nil { try delete(key) }
-            return
-        }
-        try store(Entry(key: key, storageDate: Date(), metadata: old?.metadata ?? [], value: bytes,
-                        expiresAt: old?.expiresAt, kind: kind))
-    }
-
-    func store(_ set: SetValue, at key: [UInt8], replacing old: Entry?) throws {
-        try storeCollection(key, kind: .set, set.encoded(), isEmpty: set.isEmpty, old: old)
-    }
-
-    func store(_ hash: HashValue, at key: [UInt8], replacing old: Entry?) throws {
-        try storeCollection(key, kind: .hash, hash.encoded(), isEmpty: hash.isEmpty, old: old)
-    }
-
-    func store(_ zset: ZSetValue, at key: [UInt8], replacing old: Entry?) throws {
-        try storeCollection(key, kind: .zset, zset.encoded(), isEmpty: zset.isEmpty, old: old)
+        try readCollection(key, of: kind)?.count ?? 0
     }
 }
 
 /// A collection kept live in memory (see `LiveValue`), as the key-access
 /// layer handles it.
 protocol LiveCollection: LiveValue {
+    var count: Int { get }
     var isEmpty: Bool { get }
     /// The encoded size when loaded for a write, so the change can be accounted.
     var sizeAtLoad: Int { get set }
 }
 
 extension ListValue: LiveCollection {}
+extension SetValue: LiveCollection {}
+extension HashValue: LiveCollection {}
+extension ZSetValue: LiveCollection {}

@@ -79,10 +79,11 @@ struct Keyspace {
     /// The live entry for `key` as stored (a collection's value may be live),
     /// counted as a keyspace hit or miss when `read`.
     /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
-    func lookupStored(_ key: [UInt8], as kind: ValueKind, read: Bool) throws -> StoredEntry? {
-        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
+    /// - Parameter touch: count as a use (LRU/LFU); false for TYPE, TTL and the like.
+    func lookupStored(_ key: [UInt8], as kind: ValueKind? = nil, read: Bool, touch: Bool = true) throws -> StoredEntry? {
+        let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key, touch: touch) }
         if read { countLookup(hit: entry != nil) }
-        if let entry, entry.row.kind != kind { throw ReplyError.wrongType }
+        if let kind, let entry, entry.row.kind != kind { throw ReplyError.wrongType }
         return entry
     }
 
@@ -101,11 +102,12 @@ struct Keyspace {
     }
 
     /// Records that `key`'s live value changed in place (its encoded size was `oldEncodedSize`).
-    func changeLive(_ key: [UInt8], oldEncodedSize: Int, storageDate: Double) throws {
+    func changeLive(_ key: [UInt8], kind: ValueKind, oldEncodedSize: Int, storageDate: Double) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in
             try engine.liveValueChanged(key, oldEncodedSize: oldEncodedSize, storageDate: storageDate)
         }
+        keyChanged(key, storedKind: kind)
     }
 
     /// Stores an entry whose value may be live (a new collection). Logged as
@@ -113,6 +115,7 @@ struct Keyspace {
     func storeStored(_ entry: StoredEntry) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+        keyChanged(entry.key, storedKind: entry.row.kind)
     }
 
     /// The live entry for `key` before a write to it, not counted.
@@ -129,9 +132,15 @@ struct Keyspace {
         try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
     }
 
+    /// The live entry for `key` as stored (a collection's value may be
+    /// live), not counted and with no intent to write (OBJECT, DEBUG).
+    func peekStored(_ key: [UInt8]) throws -> StoredEntry? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.get(key, touch: false) }
+    }
+
     /// The entry for `key`, expired or not, untouched (DEBUG OBJECT).
-    func peekIncludingExpired(_ key: [UInt8]) throws -> Entry? {
-        try run { engine throws(SQLiteKVCache.Error) in try engine.peekIncludingExpired(key)?.plain }
+    func peekIncludingExpired(_ key: [UInt8]) throws -> StoredEntry? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.peekIncludingExpired(key) }
     }
 
     /// Whether `key` has a live entry, without reading its value.
@@ -145,7 +154,9 @@ struct Keyspace {
     /// Marks `key` as just used (for an `lru` cache) when it is live.
     /// - Returns: whether it is live.
     func touch(_ key: [UInt8]) throws -> Bool {
-        try run { engine throws(SQLiteKVCache.Error) in try engine.touch(key) }
+        try run { engine throws(SQLiteKVCache.Error) in
+            try engine.policy == .lru ? engine.touch(key) : engine.get(key, touch: true) != nil
+        }
     }
 
     /// The number of entries (expired ones not yet removed included), as DBSIZE.
@@ -188,6 +199,15 @@ struct Keyspace {
 
     // MARK: The changes (every write ends in one of these)
 
+    /// Tells the server that `key` changed (Redis's signalModifiedKey and,
+    /// for a list or sorted set stored, signalKeyAsReady): clients watching
+    /// it will see EXEC fail; clients blocked on it are served once the
+    /// running command ends.
+    private func keyChanged(_ key: [UInt8], storedKind kind: ValueKind? = nil) {
+        if !server.watchers.isEmpty { server.touchWatchedKey(cache.name, key) }
+        if server.blockedCount > 0, kind == .list || kind == .zset { server.signalKeyAsReady(cache.name, key) }
+    }
+
     /// The engine of this cache, for a change.
     /// - Parameter grows: the change may take more room (a store by a
     ///   command Redis flags `denyoom`): refused while the cache's changes
@@ -209,9 +229,21 @@ struct Keyspace {
     func store(_ entry: Entry) throws {
         let engine = try engineForWrite(grows: true)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(StoredEntry(entry)) }
+        keyChanged(entry.key, storedKind: entry.kind)
         server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.kind,
                                        storageDate: entry.storageDate.timeIntervalSince1970,
                                        expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
+    }
+
+    /// Stores a whole entry whose value may be live, recording it as a
+    /// whole entry (a live value is encoded for the log).
+    func store(_ entry: StoredEntry) throws {
+        let engine = try engineForWrite(grows: true)
+        try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+        keyChanged(entry.key, storedKind: entry.row.kind)
+        server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.row.kind,
+                                       storageDate: entry.row.storageDate, expiresAt: entry.row.expiresAt,
+                                       metadata: entry.row.metadata, value: entry.row.value.bytes))
     }
 
     /// Removes `key`.
@@ -220,6 +252,7 @@ struct Keyspace {
     func delete(_ key: [UInt8]) throws -> Bool {
         let engine = try engineForWrite()
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.delete(key) }) else { return false }
+        keyChanged(key)
         server.persistence.record(.delete(cache: cache.name, key: key))
         return true
     }
@@ -230,13 +263,18 @@ struct Keyspace {
     func setExpiry(_ key: [UInt8], _ expiresAt: Int64?) throws -> Bool {
         let engine = try engineForWrite()
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.setExpiry(key, expiresAt) }) else { return false }
+        keyChanged(key)
         server.persistence.record(.expire(cache: cache.name, key: key, at: expiresAt))
         return true
     }
 
     /// Removes every key of this cache (FLUSHDB).
     func flush() throws {
-        try engineForWrite().clear()
+        let engine = try engineForWrite()
+        if !server.watchers.isEmpty {
+            server.touchWatchedKeys(in: cache.name) { key in (try? engine.contains(key)) ?? true }
+        }
+        engine.clear()
         server.persistence.record(.clear(cache: cache.name))
     }
 
@@ -245,7 +283,15 @@ struct Keyspace {
     func swap(with other: Keyspace) throws {
         let (x, y) = (try engineForWrite(), try other.engineForWrite())
         server.persistence.record(.swap(a: cache.name, b: other.cache.name, fileA: x.fileID, fileB: y.fileID))
+        if !server.watchers.isEmpty {
+            // A watched key changes when it is live in either cache.
+            let live = { (key: [UInt8]) in ((try? x.contains(key)) ?? true) || ((try? y.contains(key)) ?? true) }
+            server.touchWatchedKeys(in: cache.name, where: live)
+            server.touchWatchedKeys(in: other.cache.name, where: live)
+        }
         server.registry.swapEngines(cache, other.cache)
+        server.signalAllBlockedKeysAsReady(in: cache.name)
+        server.signalAllBlockedKeysAsReady(in: other.cache.name)
         server.persistence.noteExchangePending()
     }
 
@@ -254,6 +300,32 @@ struct Keyspace {
     /// - Returns: how many went; fewer than `limit` means none is left due.
     func removeExpired(limit: Int) throws -> Int {
         try run { engine throws(SQLiteKVCache.Error) in try engine.removeExpired(limit: limit) }
+    }
+
+    /// Evicts `key` for maxmemory (Redis's performEvictions): logged as a
+    /// delete, so a replay drops it too; watchers see it change.
+    /// - Returns: the content bytes freed (0 when it was not live).
+    func evictForMaxMemory(_ key: [UInt8]) throws -> Int {
+        let freed = try run { engine throws(SQLiteKVCache.Error) in try engine.evictKey(key) }
+        guard freed > 0 else { return 0 }
+        keyChanged(key)
+        server.persistence.record(.delete(cache: cache.name, key: key))
+        return freed
+    }
+
+    /// How `key` has been used (OBJECT IDLETIME/FREQ), without counting as a use.
+    func accessInfo(_ key: [UInt8]) throws -> AccessInfo? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.accessInfo(key) }
+    }
+
+    /// Milliseconds since `key` was last used, nil when it is absent.
+    func idleMilliseconds(_ key: [UInt8]) throws -> Int64? {
+        try accessInfo(key)?.idleMilliseconds
+    }
+
+    /// Sets how `key` was used (RESTORE … IDLETIME/FREQ).
+    func setAccess(_ key: [UInt8], idleSeconds: Int64?, frequency: UInt8?) throws {
+        _ = try run { engine throws(SQLiteKVCache.Error) in try engine.setAccess(key, idleSeconds: idleSeconds, frequency: frequency) }
     }
 
     /// Evicts up to `limit` entries toward the capacity (after a capacity
@@ -291,8 +363,8 @@ struct Keyspace {
 
     /// The expiry of `key`: a counted read, as Redis's TTL.
     func expiry(_ key: [UInt8]) throws -> Expiry {
-        guard let entry = try lookupRead(key) else { return .noKey }
-        return entry.expiresAt.map(Expiry.at) ?? .persistent
+        guard let entry = try lookupStored(key, read: true, touch: false) else { return .noKey }
+        return entry.row.expiresAt.map(Expiry.at) ?? .persistent
     }
 
     /// Gives a live `key` the expiry `when`, or deletes it when `when` is not
@@ -309,34 +381,52 @@ struct Keyspace {
     enum RenameResult { case noSuchKey, sameKey, destinationExists, renamed }
 
     /// Renames `source` to `destination`, keeping its date, metadata, expiry
-    /// and kind; with `replace` false, only when `destination` has no live entry.
+    /// and kind; with `replace` false, only when `destination` has no live
+    /// entry. A live collection moves as it is (O(1)), and the command is
+    /// logged as itself; a string is logged as its effects.
     func rename(_ source: [UInt8], to destination: [UInt8], replace: Bool) throws -> RenameResult {
-        guard var entry = try lookupWrite(source) else { return .noSuchKey }
+        guard var entry = try lookupStored(source, read: false) else { return .noSuchKey }
         if source == destination { return .sameKey }
         if !replace, try exists(destination) { return .destinationExists }
         entry.key = destination
-        try store(entry)
-        try delete(source)
+        if case .live = entry.row.value {
+            try delete(source)
+            try storeStored(entry)
+            server.persistence.noteLiveChange()
+        } else {
+            try store(entry)
+            try delete(source)
+        }
         return .renamed
     }
 
     /// Copies `source` to `destination` in `target` (this cache or another),
     /// keeping its date, metadata, expiry and kind. The source lookup is a
-    /// counted read, as Redis's COPY.
+    /// counted read, as Redis's COPY. Within one cache a live collection is
+    /// copied as it is, and the command logged as itself; into another
+    /// cache the copy is logged as its value.
     /// - Returns: false when there is no source, or (without `replace`) the destination exists.
     func copy(_ source: [UInt8], to destination: [UInt8], in target: Keyspace, replace: Bool) throws -> Bool {
-        guard var entry = try lookupRead(source) else { return false }
+        guard var entry = try lookupStored(source, read: true) else { return false }
         if !replace, try target.exists(destination) { return false }
         entry.key = destination
+        if case .live(let value) = entry.row.value {
+            entry.row.value = .live(value.copy())
+            if target.cache === cache {
+                try storeStored(entry)
+                server.persistence.noteLiveChange()
+                return true
+            }
+        }
         try target.store(entry)
         return true
     }
 
     /// Moves `key` to `target` (another cache), keeping its date, metadata,
-    /// expiry and kind.
+    /// expiry and kind; logged as its value stored there and its delete here.
     /// - Returns: false when the key is absent here or present there.
     func move(_ key: [UInt8], to target: Keyspace) throws -> Bool {
-        guard let entry = try lookupWrite(key), try !target.exists(key) else { return false }
+        guard let entry = try lookupStored(key, read: false), try !target.exists(key) else { return false }
         try target.store(entry)
         try delete(key)
         return true

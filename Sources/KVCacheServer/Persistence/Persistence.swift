@@ -234,6 +234,13 @@ final class Persistence {
         return transactionDepth > 0 ? nil : appendRecord()
     }
 
+    /// Appends what was recorded outside any command (the evictions for
+    /// maxmemory, before the command that needed room) as a record of its own.
+    @discardableResult
+    func appendPending() -> UInt64? {
+        transactionDepth > 0 || replaying ? nil : appendRecord()
+    }
+
     /// Appends what the server changed on its own, outside any client's
     /// command (the rejoin pass), as one record.
     @discardableResult

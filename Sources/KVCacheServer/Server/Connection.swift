@@ -24,7 +24,15 @@ final class Connection {
     var protocolVersion = 2
     /// An open MULTI, and the keys WATCH recorded.
     var transaction: Transaction?
+    /// The keys WATCH recorded, and whether one changed since (Redis's CLIENT_DIRTY_CAS).
     var watched: [WatchedKey] = []
+    var dirtyCAS = false
+    /// What the client is blocked on (BLPOP and the like), if it is.
+    var blocked: BlockState?
+    /// A command held while clients are paused (CLIENT PAUSE).
+    var postponed: [[UInt8]]?
+    /// CLIENT NO-EVICT: kept out of client eviction (there is none here; the flag shows in CLIENT LIST).
+    var noEvict = false
     /// Whether the client ran MONITOR.
     var isMonitor = false
     /// The TLS session of a client of the TLS port.
@@ -84,7 +92,12 @@ final class Connection {
         let idle = (now - lastInteraction) / 1000
         let nameText = String(decoding: name, as: UTF8.self)
         let events = waitingToWrite ? "rw" : "r"
-        let flags = isMonitor ? "O" : transaction != nil ? "x" : "N"
+        var flags = isMonitor ? "O" : ""
+        if transaction != nil { flags += "x" }
+        if blocked != nil || postponed != nil { flags += "b" }
+        if dirtyCAS { flags += "d" }
+        if noEvict { flags += "e" }
+        if flags.isEmpty { flags = "N" }
         let multi = transaction.map { $0.commands.count } ?? -1
         return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
             + "db=\(databaseLabel) sub=0 psub=0 ssub=0 multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "

@@ -134,6 +134,9 @@ extension Server {
         connection.closed = true
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
+        if connection.blocked != nil { unblock(connection) }
+        if connection.postponed != nil { postponedClients.removeAll { $0 === connection } }
+        unwatchAll(connection)
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {

@@ -81,7 +81,8 @@ extension Server {
     func executeBuffered(_ connection: Connection) {
         connection.input.consume { buffer in
             var index = 0
-            while !connection.closeAfterReply && !connection.closed && connection.parked == nil {
+            while !connection.closeAfterReply && !connection.closed && connection.parked == nil && connection.blocked == nil
+                    && connection.postponed == nil {
                 let request: RequestParser.Request?
                 do {
                     request = try connection.parser.nextRequest(buffer, index: &index)
@@ -134,9 +135,28 @@ extension Server {
             reject(connection, .noAuth, stats: stats)
             return
         }
+        if connection.transaction != nil && command.flags.contains("no_multi") {
+            reject(connection, ReplyError("ERR Command not allowed inside a transaction"), stats: stats)
+            return
+        }
         if (persistence.loading || rejoin != nil) && !persistence.replaying && !command.flags.contains("loading") {
             reject(connection, .loading, stats: stats)
             return
+        }
+        if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
+            let outOfMemory = !performEvictions()
+            if outOfMemory && refusedWhenOutOfMemory(command, connection) {
+                if command.name == "exec", connection.transaction != nil {
+                    // Redis's execCommandAbort: the transaction is dropped whole.
+                    connection.transaction = nil
+                    unwatchAll(connection)
+                    reject(connection, ReplyError("EXECABORT Transaction discarded because of: \(ReplyError.oom.text)"),
+                           stats: stats)
+                } else {
+                    reject(connection, .oom, stats: stats)
+                }
+                return
+            }
         }
         if busyScript != nil, let refusal = busyScriptRefusal(command, args) {
             reject(connection, refusal, stats: stats)
@@ -144,6 +164,10 @@ extension Server {
         }
         if command.isWrite && config.scripting.minReplicasToWrite > 0 && !persistence.replaying {
             reject(connection, .noReplicas, stats: stats)
+            return
+        }
+        if !persistence.replaying && connection.fd >= 0 && isPaused(command, connection) {
+            postpone(connection, args)
             return
         }
         if let queued = connection.transaction, !command.isTransactionControl {
@@ -167,6 +191,8 @@ extension Server {
         let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
+        commandDepth += 1
+        defer { commandDepth -= 1 }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {
@@ -192,6 +218,9 @@ extension Server {
         if let lsn = persistence.commandFinished(recording, cache: cacheAtStart, args: args) {
             connection.awaitingLSN = lsn
         }
+        // Clients blocked on keys this command readied are served once it
+        // has ended (after a whole EXEC), its record logged first.
+        if commandDepth == 1 && !readyKeys.isEmpty && !persistence.replaying { serveReadyKeys() }
     }
 
     /// Whether a command changes data, so it waits while the memtables are

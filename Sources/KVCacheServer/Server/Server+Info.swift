@@ -61,9 +61,9 @@ extension Server {
                 "maxclients:\(config.maxClients)",
                 "client_recent_max_input_buffer:0",
                 "client_recent_max_output_buffer:0",
-                "blocked_clients:0",
+                "blocked_clients:\(blockedCount + postponedCount)",
                 "tracking_clients:0",
-                "clients_in_timeout_table:0",
+                "clients_in_timeout_table:\(connections.reduce(0) { $0 + ($1?.blocked?.deadline != nil ? 1 : 0) })",
             ]
         case "replication":
             return [
@@ -102,6 +102,7 @@ extension Server {
         case "errorstats":
             return stats.errorsByPrefix.keys.sorted().map { "errorstat_\($0):count=\(stats.errorsByPrefix[$0]!)" }
         case "memory":
+            refreshClientBufferBytes()
             let rss = residentSetBytes()
             peakMemory = max(peakMemory, rss)
             let open = registry.open.values.compactMap { $0.statistics() }
@@ -115,9 +116,10 @@ extension Server {
                 "used_memory_peak:\(peakMemory)",
                 "used_memory_peak_human:\(humanBytes(peakMemory))",
                 "total_system_memory:\(Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE))))",
-                "maxmemory:0",
-                "maxmemory_human:0B",
-                "maxmemory_policy:\(config.evictionPolicy.rawValue)",
+                "maxmemory:\(config.maxMemory)",
+                "maxmemory_human:\(humanBytes(config.maxMemory))",
+                "maxmemory_policy:\(config.maxMemoryPolicy.rawValue)",
+                "maxmemory_used:\(dataBytes + clientBufferBytes)",
                 "mem_fragmentation_ratio:1.00",
                 "mem_allocator:libc",
                 "memory_tier_bytes:\(tierBytes)",

@@ -13,7 +13,7 @@ extension Server {
     /// Removes a bounded batch of expired entries from each open cache, so a
     /// mass expiry never stalls the loop; more left means poll again at once.
     func sweepExpired() {
-        guard activeExpire else { return }
+        guard activeExpire, pauseType == .off else { return }
         let started = Self.monotonicMicroseconds()
         // The sweep's time is LATENCY's expire-cycle, as Redis's activeExpireCycle.
         defer { latency.addIfNeeded("expire-cycle", milliseconds: (Self.monotonicMicroseconds() - started) / 1000) }
@@ -63,6 +63,7 @@ extension Server {
 
     func cron(now: Int64) {
         resumeListenersIfDue(now: now)
+        if config.maxMemory > 0 { refreshClientBufferBytes() }
         opsSamples.append((now, stats.totalCommandsProcessed))
         if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {

@@ -65,6 +65,46 @@ public final class Server {
     var replayConnection: Connection?
     /// Whether the running command may take more room (Redis's `denyoom`).
     var runningCommandMayGrow = false
+    /// How deep the running command is (EXEC's commands run at depth 2).
+    var commandDepth = 0
+    /// Above 0 while blocking commands must not block (inside EXEC).
+    var denyBlocking = 0
+
+    // MARK: Blocked clients (Server+Blocking)
+
+    /// Clients blocked on each key, in the order they blocked.
+    var blockedByKey: [CacheKey: [Connection]] = [:]
+    var blockedCount = 0
+    /// Blocked clients' deadlines, soonest first (stale entries skipped).
+    var blockDeadlines = DeadlineHeap()
+    /// Keys a change readied, to serve when the running command ends.
+    var readyKeys: [CacheKey] = []
+    var readyKeySet: Set<CacheKey> = []
+    var servingReadyKeys = false
+    /// Clients served or timed out whose buffered requests wait to run.
+    var unblockedClients: [Connection] = []
+
+    // MARK: maxmemory (Server+MaxMemory)
+
+    /// What clients' buffers held at the last count (cron).
+    var clientBufferBytes = 0
+    var openedAllForMaxMemory = false
+    /// A command stopped evicting at its time budget; the loop goes on.
+    var maxMemoryEvictionPending = false
+    /// The best eviction candidates sampled so far (Redis's EVPOOL).
+    var evictionPool: [EvictionCandidate] = []
+
+    // MARK: CLIENT PAUSE (Server+Pause)
+
+    var pauseType = PauseType.off
+    var pauseEnd: Int64 = 0
+    var postponedClients: [Connection] = []
+
+    // MARK: WATCH (TransactionCommands)
+
+    /// Clients watching each key.
+    var watchers: [CacheKey: [Connection]] = [:]
+
     /// Clients in MONITOR mode, fed every command others run.
     var monitors: [Connection] = []
     var slowlog = SlowLog()
@@ -201,6 +241,11 @@ public final class Server {
         if newConfig.appendOnly != config.appendOnly {
             try persistence.setAppendOnly(newConfig.appendOnly, config: newConfig)
         }
+        if newConfig.maxMemory != config.maxMemory {
+            openedAllForMaxMemory = false
+            refreshClientBufferBytes()
+        }
+        if newConfig.maxMemoryPolicy != config.maxMemoryPolicy { evictionPool = [] }
         config = newConfig
         logger.level = newConfig.logLevel
         registry.apply(newConfig)
@@ -233,7 +278,12 @@ public final class Server {
         }
         while running {
             let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading || rejoin != nil
-            try epoll.wait(timeoutMilliseconds: poll ? 0 : 100) { event in
+            var timeout: Int32 = poll ? 0 : 100
+            if blockedCount > 0, let wait = millisecondsToNextDeadline(now: Self.nowMilliseconds()) {
+                timeout = min(timeout, Int32(min(wait, 100)))
+            }
+            if pauseType != .off { timeout = min(timeout, Int32(max(0, min(pauseEnd - Self.nowMilliseconds(), 100)))) }
+            try epoll.wait(timeoutMilliseconds: timeout) { event in
                 self.dispatch(event)
             }
             let again = tlsReadAgain
@@ -249,9 +299,13 @@ public final class Server {
             } else if rejoin != nil {
                 rejoinStep(budget: 2000)
             }
+            if blockedCount > 0 { expireBlockedClients(now: Self.nowMilliseconds()) }
+            if pauseType != .off { checkPauseEnd(now: Self.nowMilliseconds()) }
+            resumeUnblockedClients()
             backgroundWorkPending = false
             sweepExpired()
             continueEviction()
+            continueMaxMemoryEviction()
             resumeParked()
             persistence.periodic(now: Self.nowMilliseconds())
             persistence.beforeReplies()

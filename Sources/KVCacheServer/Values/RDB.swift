@@ -40,39 +40,38 @@ enum RDB {
     // MARK: The payload
 
     /// The DUMP payload of an entry.
-    static func dump(_ entry: SQLiteKVCache.Entry) throws(ReplyError) -> [UInt8] {
+    static func dump(_ entry: StoredEntry) throws(ReplyError) -> [UInt8] {
         var out: [UInt8] = []
-        switch entry.kind {
-        case .string:
+        switch try collectionValue(of: entry) {
+        case nil:
             out.append(ObjectType.string.rawValue)
-            appendString(entry.value, to: &out)
-        case .list:
-            let list = try ListValue(decoding: entry.value)
+            appendString(entry.row.value.bytes, to: &out)
+        case let list as ListValue:
             out.append(ObjectType.list.rawValue)
-            appendLength(list.items.count, to: &out)
+            appendLength(list.count, to: &out)
             for item in list.items { appendString(item, to: &out) }
-        case .set:
-            let set = try SetValue(decoding: entry.value)
+        case let set as SetValue:
             out.append(ObjectType.set.rawValue)
             appendLength(set.count, to: &out)
-            for member in set.members { appendString(member, to: &out) }
-        case .hash:
-            let hash = try HashValue(decoding: entry.value)
+            for i in 0..<set.count { appendString(set.member(at: i), to: &out) }
+        case let hash as HashValue:
             out.append(ObjectType.hash.rawValue)
             appendLength(hash.count, to: &out)
-            for i in hash.fields.indices {
+            for i in 0..<hash.count {
                 appendString(hash.fields[i], to: &out)
                 appendString(hash.values[i], to: &out)
             }
-        case .zset:
-            let zset = try ZSetValue(decoding: entry.value)
+        case let zset as ZSetValue:
             out.append(ObjectType.zset2.rawValue)
             appendLength(zset.count, to: &out)
             // Greatest first, as Redis saves a skiplist.
-            for i in zset.members.indices.reversed() {
-                appendString(zset.members[i], to: &out)
-                withUnsafeBytes(of: zset.scores[i].bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            zset.forEach(fromRank: zset.count - 1, reverse: true) { member, score in
+                appendString(member, to: &out)
+                withUnsafeBytes(of: score.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+                return true
             }
+        default:
+            throw ReplyError.corruptValue
         }
         out.append(UInt8(version & 0xff))
         out.append(UInt8(version >> 8))
@@ -121,26 +120,26 @@ enum RDB {
             return (.list, list.encoded())
         case .set, .setIntset:
             let members = type == .set ? try reader.strings(try reader.nonEmptyLength()) : try intsetMembers(try reader.string())
-            var set = SetValue()
+            // Built in the large encoding, then settled by its contents.
+            var large = limits
+            large.setMaxIntsetEntries = -1
+            let set = SetValue()
             for member in members {
-                // A set is built in the large encoding, then settled by its contents.
-                set.large = true
-                guard set.add(member, limits: limits) else { throw BadFormat() }
+                guard set.add(member, limits: large) else { throw BadFormat() }
             }
-            set.large = false
             set.settleEncoding(limits: limits)
             return (.set, set.encoded())
         case .hash, .hashListpack:
             let items = type == .hash ? try reader.strings(2 * (try reader.nonEmptyLength())) : try Listpack.elements(try reader.string())
             guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
-            var hash = HashValue()
+            let hash = HashValue()
             for i in stride(from: 0, to: items.count, by: 2) {
                 guard hash.set(items[i], items[i + 1]) else { throw BadFormat() }
             }
             hash.settleEncoding(limits: limits)
             return (.hash, hash.encoded())
         case .zset, .zset2, .zsetListpack:
-            var zset = ZSetValue()
+            let zset = ZSetValue()
             if type == .zsetListpack {
                 let items = try Listpack.elements(try reader.string())
                 guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }

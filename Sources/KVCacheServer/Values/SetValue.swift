@@ -1,83 +1,199 @@
 import RESP
+import SQLiteKVCache
 
-/// A set: members in order of insertion (an intset's in numeric order),
-/// with an index for membership.
-struct SetValue {
-    private(set) var members: [[UInt8]] = []
+/// A set, in Redis 7.0's two encodings: an intset (integers only, kept
+/// sorted, at most set-max-intset-entries: O(log n) lookup and O(n)
+/// insertion, as Redis's) and a hashtable (members in an array with a
+/// dictionary from member to position: O(1) add, remove, lookup and random
+/// pick; a removal moves the last member into the hole). A live value (see
+/// `LiveValue`), its encoded size kept as it changes.
+final class SetValue: LiveValue {
+    /// The intset's members, ascending (while not `large`).
+    private var ints: [Int64] = []
+    /// The hashtable's members and where each is in `members` (once `large`).
+    private var members: [[UInt8]] = []
     private var positions: [[UInt8]: Int] = [:]
-    /// Whether Redis would hold it as a hashtable rather than an intset.
-    var large = false
+    /// Whether Redis would hold it as a hashtable rather than an intset (never undone).
+    private(set) var large = false
+    /// The bytes of the members' encoding (without the header).
+    private var bodySize = 0
+    var isFrozen = false
+    var sizeAtLoad = 0
 
     init() {}
 
+    /// Decodes this server's encoding: an intset's members in order, a
+    /// hashtable's in its array's order.
     init(decoding bytes: [UInt8]) throws(ReplyError) {
         var reader = ByteReader(bytes)
         let (large, count) = try reader.header()
-        self.large = large
-        members.reserveCapacity(count)
-        positions.reserveCapacity(count)
-        for _ in 0..<count {
-            let member = try reader.element()
-            guard positions.updateValue(members.count, forKey: member) == nil else { throw .corruptValue }
-            members.append(member)
+        if large {
+            convertToHashtable()
+            members.reserveCapacity(count)
+            positions.reserveCapacity(count)
+            for _ in 0..<count {
+                let member = try reader.element()
+                guard positions.updateValue(members.count, forKey: member) == nil else { throw .corruptValue }
+                members.append(member)
+                bodySize += Self.cost(member)
+            }
+        } else {
+            ints.reserveCapacity(count)
+            for _ in 0..<count {
+                let member = try reader.element()
+                guard let value = parseStrictInt64(member), ints.last.map({ $0 < value }) ?? true else {
+                    throw .corruptValue
+                }
+                ints.append(value)
+                bodySize += Self.cost(member)
+            }
         }
         guard reader.atEnd else { throw .corruptValue }
     }
 
+    private init(copying other: SetValue) {
+        ints = other.ints
+        members = other.members
+        positions = other.positions
+        large = other.large
+        bodySize = other.bodySize
+    }
+
     func encoded() -> [UInt8] {
-        var out = CollectionCodec.header(large: large, count: members.count, capacity: members.reduce(0) { $0 + $1.count + 2 })
-        for member in members { CollectionCodec.appendElement(member, to: &out) }
+        var out = CollectionCodec.header(large: large, count: count, capacity: bodySize)
+        if large {
+            for member in members { CollectionCodec.appendElement(member, to: &out) }
+        } else {
+            for value in ints { CollectionCodec.appendElement(Self.text(value), to: &out) }
+        }
         return out
     }
 
-    var count: Int { members.count }
-    var isEmpty: Bool { members.isEmpty }
+    var encodedSize: Int { 1 + CollectionCodec.varintSize(count) + bodySize }
+    var memoryCost: Int { large ? bodySize + members.count * 96 + 64 : ints.count * 8 + 64 }
+    func copy() -> LiveValue { SetValue(copying: self) }
 
-    func contains(_ member: [UInt8]) -> Bool { positions[member] != nil }
+    private static func cost(_ member: [UInt8]) -> Int { CollectionCodec.varintSize(member.count) + member.count }
+    private static func cost(_ value: Int64) -> Int { 1 + decimalLength(value) }
+    static func text(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
+
+    /// The length of `value` in decimal, sign included.
+    static func decimalLength(_ value: Int64) -> Int {
+        var n = value < 0 ? 2 : 1
+        var v = value.magnitude
+        while v >= 10 {
+            v /= 10
+            n += 1
+        }
+        return n
+    }
+
+    var count: Int { large ? members.count : ints.count }
+    var isEmpty: Bool { count == 0 }
+
+    private func intsetIndex(_ value: Int64) -> (found: Bool, at: Int) {
+        let at = ints.partitioningIndex { $0 >= value }
+        return (at < ints.count && ints[at] == value, at)
+    }
+
+    func contains(_ member: some Collection<UInt8>) -> Bool {
+        if large {
+            if let bytes = member as? [UInt8] { return positions[bytes] != nil }
+            return positions[Array(member)] != nil
+        }
+        guard let value = parseStrictInt64(member) else { return false }
+        return intsetIndex(value).found
+    }
+
+    /// The member at `index` (0..<count): an intset's in order, a hashtable's in no particular order.
+    func member(at index: Int) -> [UInt8] { large ? members[index] : Self.text(ints[index]) }
+
+    /// Every member: an intset's ascending, a hashtable's in no particular order.
+    var allMembers: [[UInt8]] { large ? members : ints.map(Self.text) }
+
+    /// A member chosen at random (the set must not be empty).
+    func randomMember() -> [UInt8] { member(at: Int.random(in: 0..<count)) }
 
     /// Adds `member`, switching to the hashtable encoding as Redis's
     /// `setTypeAdd` does (a non-integer, or more than set-max-intset-entries).
     /// - Returns: whether it was new.
     @discardableResult
-    mutating func add(_ member: [UInt8], limits: EncodingLimits) -> Bool {
-        guard positions[member] == nil else { return false }
+    func add(_ member: [UInt8], limits: EncodingLimits) -> Bool {
         if !large {
             if let value = parseStrictInt64(member) {
-                // An intset keeps its members sorted: insert in numeric order.
-                let at = members.partitioningIndex { (parseStrictInt64($0) ?? .max) > value }
-                members.insert(member, at: at)
-                reindex(from: at)
-                if members.count > limits.setMaxIntsetEntries { large = true }
+                let (found, at) = intsetIndex(value)
+                if found { return false }
+                ints.insert(value, at: at)
+                bodySize += Self.cost(member)
+                if ints.count > limits.setMaxIntsetEntries { convertToHashtable() }
                 return true
             }
-            large = true
+            convertToHashtable()
         }
+        guard positions[member] == nil else { return false }
         positions[member] = members.count
         members.append(member)
+        bodySize += Self.cost(member)
         return true
     }
 
     /// - Returns: whether it was there.
     @discardableResult
-    mutating func remove(_ member: [UInt8]) -> Bool {
+    func remove(_ member: [UInt8]) -> Bool {
+        if !large {
+            guard let value = parseStrictInt64(member) else { return false }
+            let (found, at) = intsetIndex(value)
+            guard found else { return false }
+            ints.remove(at: at)
+            bodySize -= Self.cost(member)
+            return true
+        }
         guard let at = positions.removeValue(forKey: member) else { return false }
-        members.remove(at: at)
-        reindex(from: at)
+        let last = members.removeLast()
+        if at < members.count {
+            members[at] = last
+            positions[last] = at
+        }
+        bodySize -= Self.cost(member)
         return true
     }
 
-    private mutating func reindex(from start: Int) {
-        for i in start..<members.count { positions[members[i]] = i }
+    /// Removes the member at `index` (see `member(at:)`), returning it.
+    @discardableResult
+    func remove(at index: Int) -> [UInt8] {
+        let member = self.member(at: index)
+        remove(member)
+        return member
     }
 
-    /// Sets the encoding from the contents, as loading one from a DUMP does.
-    mutating func settleEncoding(limits: EncodingLimits) {
-        if members.count > limits.setMaxIntsetEntries || members.contains(where: { parseStrictInt64($0) == nil }) {
-            large = true
+    /// Moves to the hashtable encoding (members in the intset's order).
+    private func convertToHashtable() {
+        guard !large else { return }
+        large = true
+        members = ints.map(Self.text)
+        positions = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1, $0) })
+        ints = []
+    }
+
+    /// Sets the encoding from the contents, as loading a set from a DUMP
+    /// (or an RDB) does: an intset when every member is an integer and
+    /// they are few enough.
+    func settleEncoding(limits: EncodingLimits) {
+        guard large else {
+            if ints.count > limits.setMaxIntsetEntries { convertToHashtable() }
             return
         }
-        members.sort { parseStrictInt64($0)! < parseStrictInt64($1)! }  // all integers here
-        reindex(from: 0)
+        guard members.count <= limits.setMaxIntsetEntries else { return }
+        var values: [Int64] = []
+        values.reserveCapacity(members.count)
+        for member in members {
+            guard let value = parseStrictInt64(member) else { return }
+            values.append(value)
+        }
+        ints = values.sorted()
+        members = []
+        positions = [:]
+        large = false
     }
 
     var encodingName: String { large ? "hashtable" : "intset" }

@@ -1,9 +1,9 @@
 // Lists, sets, hashes and sorted sets, serialized into an entry's value
-// bytes (the entry's `ValueKind` says which). A cache's collections are
-// small: a command decodes the whole value (ListValue, SetValue, HashValue,
-// ZSetValue), or reads it in place (EncodedLayout, EncodedLookup,
-// EncodedZSet), changes it and stores it again, inside the loop
-// iteration's transaction.
+// bytes (the entry's `ValueKind` says which): the form SQLite stores and the
+// log's whole-entry records carry. In memory a collection is a live value
+// (ListValue, SetValue, HashValue, ZSetValue) in its working form, encoded
+// only when the writer applies it; each keeps the length of its encoding as
+// it changes.
 //
 // The encoding: one flags byte, the element count as a LEB128 varint, then
 // the elements, each a varint length and its bytes (a list's element is
@@ -55,7 +55,10 @@ enum CollectionCodec {
     static func appendListElement(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         let start = out.count
         appendVarint(bytes.count, to: &out)
-        let prefix = out[start...].reversed()
+        // The reversed varint copied out first: a lazy view of `out` kept
+        // across the appends made each one copy the whole buffer (O(n²) to
+        // encode a list: a million elements took minutes).
+        let prefix = Array(out[start...].reversed())
         out.append(contentsOf: bytes)
         out.append(contentsOf: prefix)
     }

@@ -29,15 +29,47 @@ extension ValueKind {
 }
 
 /// The encoding OBJECT ENCODING reports for an entry, as Redis 7.0 names it.
-func encodingName(of entry: SQLiteKVCache.Entry) -> String {
-    switch entry.kind {
-    case .string:
-        let value = entry.value
-        if value.count <= 20 && parseStrictInt64(value) != nil { return "int" }
-        return value.count <= 44 ? "embstr" : "raw"
-    case .list: return "quicklist"
-    case .set: return ((try? SetValue(decoding: entry.value))?.large ?? true) ? "hashtable" : "intset"
-    case .hash: return ((try? HashValue(decoding: entry.value))?.large ?? true) ? "hashtable" : "listpack"
-    case .zset: return ((try? ZSetValue(decoding: entry.value))?.large ?? true) ? "skiplist" : "listpack"
+func encodingName(of entry: StoredEntry) -> String {
+    switch (entry.row.kind, entry.row.value) {
+    case (.string, let value):
+        return stringEncodingName(value.bytes)
+    case (.list, _):
+        return "quicklist"
+    case (_, .live(let value)):
+        switch value {
+        case let set as SetValue: return set.encodingName
+        case let hash as HashValue: return hash.encodingName
+        case let zset as ZSetValue: return zset.encodingName
+        default: return "quicklist"
+        }
+    case (let kind, .bytes(let bytes)):
+        // The flags byte records the large encoding.
+        let large = (bytes.first ?? CollectionCodec.largeFlag) & CollectionCodec.largeFlag != 0
+        switch kind {
+        case .set: return large ? "hashtable" : "intset"
+        case .hash: return large ? "hashtable" : "listpack"
+        default: return large ? "skiplist" : "listpack"
+        }
+    }
+}
+
+/// A string's encoding: `int`, `embstr` (up to 44 bytes) or `raw`.
+func stringEncodingName(_ value: [UInt8]) -> String {
+    if value.count <= 20 && parseStrictInt64(value) != nil { return "int" }
+    return value.count <= 44 ? "embstr" : "raw"
+}
+
+/// The collection an entry holds, in its working form: the live value, or
+/// one decoded from its bytes (the caller must not change a live one).
+/// Nil for a string.
+func collectionValue(of entry: StoredEntry) throws(ReplyError) -> LiveValue? {
+    if case .live(let value) = entry.row.value { return value }
+    let bytes = entry.row.value.bytes
+    switch entry.row.kind {
+    case .string: return nil
+    case .list: return try ListValue(decoding: bytes)
+    case .set: return try SetValue(decoding: bytes)
+    case .hash: return try HashValue(decoding: bytes)
+    case .zset: return try ZSetValue(decoding: bytes)
     }
 }

@@ -1,108 +1,184 @@
-/// A sorted set: members ordered by score, then by their bytes, with an
-/// index from member to score.
-struct ZSetValue {
-    private(set) var members: [[UInt8]] = []
-    private(set) var scores: [Double] = []
-    private var scoreOf: [[UInt8]: Double] = [:]
+import SQLiteKVCache
+
+/// A sorted set: members ordered by score, then by their bytes (a
+/// `ScoreTree`: O(log n) insert, remove, rank and range), and a dictionary
+/// from member to score (O(1) ZSCORE), as Redis's skiplist and dict; the
+/// members also sit in an array in no order (a removal moves the last into
+/// the hole), for O(1) random picks and a ZSCAN cursor that survives
+/// changes. A live value (see `LiveValue`): changed in place, encoded only
+/// when the writer applies it, its encoded size kept as it changes.
+final class ZSetValue: LiveValue {
+    private(set) var tree = ScoreTree()
+    private var entries: [[UInt8]: (score: Double, slot: Int)] = [:]
+    /// Every member, in no order.
+    private(set) var slots: [[UInt8]] = []
     /// Whether Redis would hold it as a skiplist rather than a listpack.
     var large = false
+    /// The bytes of the elements' encoding (without the header).
+    private var bodySize = 0
+    var isFrozen = false
+    var sizeAtLoad = 0
 
     init() {}
 
+    /// Decodes this server's encoding (members in order, each with its score).
     init(decoding bytes: [UInt8]) throws(ReplyError) {
         var reader = ByteReader(bytes)
         let (large, count) = try reader.header()
         self.large = large
-        members.reserveCapacity(count)
-        scores.reserveCapacity(count)
+        var elements: [(member: [UInt8], score: Double)] = []
+        elements.reserveCapacity(count)
+        entries.reserveCapacity(count)
+        slots.reserveCapacity(count)
         for _ in 0..<count {
             let member = try reader.element()
             let score = try reader.double()
-            guard !score.isNaN, scoreOf.updateValue(score, forKey: member) == nil else { throw .corruptValue }
-            if let last = members.last, !Self.precedes(scores[scores.count - 1], last, score, member) {
+            guard !score.isNaN, entries.updateValue((score, slots.count), forKey: member) == nil else { throw .corruptValue }
+            slots.append(member)
+            if let last = elements.last, !ScoreTree.precedes(last.score, last.member, score, member) {
                 throw .corruptValue
             }
-            members.append(member)
-            scores.append(score)
+            elements.append((member, score))
+            bodySize += Self.cost(member)
         }
         guard reader.atEnd else { throw .corruptValue }
+        tree = ScoreTree(sorted: elements)
+    }
+
+    private init(copying other: ZSetValue) {
+        tree = other.tree
+        entries = other.entries
+        slots = other.slots
+        large = other.large
+        bodySize = other.bodySize
     }
 
     func encoded() -> [UInt8] {
-        var out = CollectionCodec.header(large: large, count: members.count, capacity: members.reduce(0) { $0 + $1.count + 10 })
-        for i in members.indices {
-            CollectionCodec.appendElement(members[i], to: &out)
-            CollectionCodec.appendDouble(scores[i], to: &out)
+        var out = CollectionCodec.header(large: large, count: count, capacity: bodySize)
+        tree.forEach(fromRank: 0, reverse: false) { member, score in
+            CollectionCodec.appendElement(member, to: &out)
+            CollectionCodec.appendDouble(score, to: &out)
+            return true
         }
         return out
     }
 
-    var count: Int { members.count }
-    var isEmpty: Bool { members.isEmpty }
+    var encodedSize: Int { 1 + CollectionCodec.varintSize(count) + bodySize }
+    var memoryCost: Int { bodySize + count * 120 + 128 }
+    func copy() -> LiveValue { ZSetValue(copying: self) }
 
-    func score(_ member: [UInt8]) -> Double? { scoreOf[member] }
+    private static func cost(_ member: [UInt8]) -> Int {
+        CollectionCodec.varintSize(member.count) + member.count + 8
+    }
+
+    var count: Int { slots.count }
+    var isEmpty: Bool { slots.isEmpty }
+
+    func score(_ member: [UInt8]) -> Double? { entries[member]?.score }
 
     /// Redis's order: by score, then by member bytes (memcmp, shorter first on a tie).
     static func precedes(_ s1: Double, _ m1: [UInt8], _ s2: Double, _ m2: [UInt8]) -> Bool {
-        if s1 != s2 { return s1 < s2 }
-        return m1.lexicographicallyPrecedes(m2)
-    }
-
-    /// Where (score, member) sits or would sit.
-    func position(_ score: Double, _ member: [UInt8]) -> Int {
-        var low = 0, high = members.count
-        while low < high {
-            let mid = (low + high) / 2
-            if Self.precedes(scores[mid], members[mid], score, member) { low = mid + 1 } else { high = mid }
-        }
-        return low
+        ScoreTree.precedes(s1, m1, s2, m2)
     }
 
     /// The rank of `member`, from the lowest score.
     func rank(_ member: [UInt8]) -> Int? {
-        guard let score = scoreOf[member] else { return nil }
-        return position(score, member)
+        guard let score = entries[member]?.score else { return nil }
+        return tree.rank(member, score: score)
     }
 
-    /// Inserts or moves `member` to `score`. The caller checks the encoding (`noteInsert`).
-    mutating func set(_ member: [UInt8], score: Double) {
-        if let old = scoreOf[member] {
-            if old == score { return }
-            let at = position(old, member)
-            members.remove(at: at)
-            scores.remove(at: at)
+    /// Inserts `member` at `score`, or moves it there. The caller checks the encoding (`noteInsert`).
+    func set(_ member: [UInt8], score: Double) {
+        if let old = entries[member] {
+            if old.score == score { return }
+            tree.remove(member, score: old.score)
+            entries[member] = (score, old.slot)
+        } else {
+            bodySize += Self.cost(member)
+            entries[member] = (score, slots.count)
+            slots.append(member)
         }
-        scoreOf[member] = score
-        let at = position(score, member)
-        members.insert(member, at: at)
-        scores.insert(score, at: at)
+        tree.insert(member, score: score)
     }
 
+    /// - Returns: whether it was there.
     @discardableResult
-    mutating func remove(_ member: [UInt8]) -> Bool {
-        guard let old = scoreOf.removeValue(forKey: member) else { return false }
-        let at = position(old, member)
-        members.remove(at: at)
-        scores.remove(at: at)
+    func remove(_ member: [UInt8]) -> Bool {
+        guard let old = entries.removeValue(forKey: member) else { return false }
+        tree.remove(member, score: old.score)
+        forget(member, slot: old.slot)
         return true
     }
 
-    /// Removes the elements at `range` (ranks).
-    mutating func removeSubrange(_ range: Range<Int>) {
-        for i in range { scoreOf[members[i]] = nil }
-        members.removeSubrange(range)
-        scores.removeSubrange(range)
+    /// Takes `member` (already out of `entries`) out of the slots and the size.
+    private func forget(_ member: [UInt8], slot: Int) {
+        let last = slots.removeLast()
+        if slot < slots.count {
+            slots[slot] = last
+            entries[last]?.slot = slot
+        }
+        bodySize -= Self.cost(member)
+    }
+
+    /// Removes the elements at ranks `range` (ascending), returning them.
+    @discardableResult
+    func removeRanks(_ range: Range<Int>) -> [(member: [UInt8], score: Double)] {
+        let removed = tree.removeRanks(range)
+        for (member, _) in removed {
+            guard let old = entries.removeValue(forKey: member) else { continue }
+            forget(member, slot: old.slot)
+        }
+        return removed
+    }
+
+    /// The element at `rank`.
+    func element(at rank: Int) -> (member: [UInt8], score: Double) { tree.element(at: rank) }
+
+    /// Calls `body` on the elements from `rank`, ascending or descending, until it returns false.
+    func forEach(fromRank rank: Int, reverse: Bool = false, _ body: ([UInt8], Double) throws -> Bool) rethrows {
+        try tree.forEach(fromRank: rank, reverse: reverse, body)
+    }
+
+    /// The elements at ranks `range` (ascending), or in reverse.
+    func elements(_ range: Range<Int>, reverse: Bool = false) -> [(member: [UInt8], score: Double)] {
+        var out: [(member: [UInt8], score: Double)] = []
+        guard !range.isEmpty else { return out }
+        out.reserveCapacity(range.count)
+        tree.forEach(fromRank: reverse ? range.upperBound - 1 : range.lowerBound, reverse: reverse) { member, score in
+            out.append((member, score))
+            return out.count < range.count
+        }
+        return out
+    }
+
+    /// Every element, in order.
+    var allElements: [(member: [UInt8], score: Double)] { elements(0..<count) }
+
+    /// The member in slot `index` (0..<count, in no particular order) and its score.
+    func slot(_ index: Int) -> (member: [UInt8], score: Double) {
+        let member = slots[index]
+        return (member, entries[member]!.score)
+    }
+
+    /// How many elements have a score below `score` (or equal to it, when `orEqual`).
+    func countBelow(_ score: Double, orEqual: Bool) -> Int { tree.countBelow(score, orEqual: orEqual) }
+
+    /// How many elements come before the first member at or after `member`
+    /// (after, when `orEqual`), comparing members only (lexicographical ranges).
+    func countMembersBelow(_ member: [UInt8], orEqual: Bool) -> Int {
+        tree.countMembersBelow(member, orEqual: orEqual)
     }
 
     /// Switches to the skiplist encoding as Redis's `zsetAdd` does on an
     /// insertion: past zset-max-listpack-entries, or a member longer than
     /// zset-max-listpack-value.
-    mutating func noteInsert(_ member: [UInt8], limits: EncodingLimits) {
+    func noteInsert(_ member: [UInt8], limits: EncodingLimits) {
         if !large && (count > limits.zsetMaxListpackEntries || member.count > limits.zsetMaxListpackValue) { large = true }
     }
 
-    mutating func settleEncoding(limits: EncodingLimits) {
-        large = count > limits.zsetMaxListpackEntries || members.contains { $0.count > limits.zsetMaxListpackValue }
+    /// Sets the encoding from the contents, as loading one from a DUMP does.
+    func settleEncoding(limits: EncodingLimits) {
+        large = count > limits.zsetMaxListpackEntries || slots.contains { $0.count > limits.zsetMaxListpackValue }
     }
 
     var encodingName: String { large ? "skiplist" : "listpack" }

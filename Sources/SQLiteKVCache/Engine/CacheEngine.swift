@@ -45,6 +45,8 @@ public final class CacheEngine {
 
     var eviction = EvictionWalk()
     var expiry = ExpiryWalk()
+    /// How accesses stamp keys (shared by the owner's engines).
+    let access: AccessTracking
 
     /// Opens the cache file `<directory>/<handle>.sqlite`.
     /// - Throws: `SQLiteKVCache.Error`, or `CacheFile.OpenError.corrupt`.
@@ -54,6 +56,7 @@ public final class CacheEngine {
         table = configuration.sharedMemoryBudget.map { KeyTable(sharing: $0) }
             ?? KeyTable(budget: configuration.memoryTierBytes)
         clock = configuration.clock
+        access = configuration.accessTracking ?? AccessTracking()
         totals = file.stored.totals
         appliedLSN = file.stored.appliedLSN
         capacity = max(0, configuration.diskCapacity)
@@ -144,20 +147,23 @@ public final class CacheEngine {
     /// The live entry for `key`, or nil when absent or expired. An expired
     /// entry found here is removed (lazy expiry, as Redis). Under LRU, the
     /// read makes the entry the most recent.
-    public func get(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
-        try get(key, counted: true)
+    /// - Parameter touch: stamp the access (Redis's LRU clock and LFU
+    ///   counter); false for reads that must not (TYPE, TTL, OBJECT).
+    public func get(_ key: [UInt8], touch: Bool = true) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        try get(key, counted: true, touch: touch)
     }
 
     /// `get`, counting the memory tier's hit or miss only when `counted`
     /// (`getValue` has counted the miss that sent it here).
-    private func get(_ key: [UInt8], counted: Bool) throws(SQLiteKVCache.Error) -> StoredEntry? {
+    private func get(_ key: [UInt8], counted: Bool, touch: Bool) throws(SQLiteKVCache.Error) -> StoredEntry? {
         let digest = hasher.digest(key)
         let (found, slot) = try current(digest, key: key, counted: counted)
         guard var row = found else { return nil }
         if row.isExpired(at: nowMilliseconds()) {
-            expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt)
+            if !access.expiryHeld { expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt) }
             return nil
         }
+        if touch, let slot { access.touch(slot, now: nowMilliseconds()) }
         if policy == .lru {
             row.seq = totals.takeSeq()
             if let slot {
@@ -178,12 +184,15 @@ public final class CacheEngine {
         if policy != .lru, let slot = table.slot(digest: hasher.digest(key), counting: true) {
             guard slot.row != nil else { return nil }
             if let expiresAt = slot.row!.expiresAt, expiresAt <= nowMilliseconds() {
-                expire(slot.digest, key: key, size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
+                if !access.expiryHeld {
+                    expire(slot.digest, key: key, size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
+                }
                 return nil
             }
+            access.touch(slot, now: nowMilliseconds())
             return (slot.row!.kind, slot.row!.value)
         }
-        guard let entry = try get(key, counted: policy == .lru) else { return nil }
+        guard let entry = try get(key, counted: policy == .lru, touch: true) else { return nil }
         return (entry.row.kind, entry.row.value)
     }
 
@@ -206,7 +215,7 @@ public final class CacheEngine {
         let digest = hasher.digest(key)
         guard let state = try oldState(digest) else { return false }
         if let expiresAt = state.expiresAt, expiresAt <= nowMilliseconds() {
-            expire(digest, key: key, size: state.size, expiresAt: expiresAt)
+            if !access.expiryHeld { expire(digest, key: key, size: state.size, expiresAt: expiresAt) }
             return false
         }
         return true
@@ -238,6 +247,7 @@ public final class CacheEngine {
         row.seq = totals.takeSeq()
         totals.apply(size: size, expiresAt: row.expiresAt, sign: 1)
         let slot = table.write(digest, key: entry.key, row: row)
+        access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
         noteUnapplied(slot)
         onEvent?(.stored(key: entry.key))
         _ = try evictToCapacity(limit: .max)
@@ -404,6 +414,7 @@ public final class CacheEngine {
         row.storageDate = storageDate
         slot.row = row
         table.noteChange(slot, .row)
+        access.stampWrite(slot, new: false, now: nowMilliseconds())
         noteUnapplied(slot)
         onEvent?(.stored(key: key))
         _ = try evictToCapacity(limit: .max)

@@ -34,6 +34,14 @@ final class KeySlot {
     /// file: the totals count it as new until the writer, applying it,
     /// finds what the file held and corrects them.
     var assumedNew = false
+    /// Redis's LRU clock and LFU counter for the key (maxmemory's policies,
+    /// OBJECT IDLETIME and FREQ): its last access (milliseconds since 1970),
+    /// its logarithmic access counter, and when that last decayed (minutes).
+    /// Kept in memory only: a key known only to the file is as idle as its
+    /// last write.
+    var lastAccess: Int64 = 0
+    var frequency: UInt8 = AccessTracking.initialFrequency
+    var frequencyMinutes: UInt32 = 0
 
     init(digest: KeyDigest, key: [UInt8], row: Row?) {
         self.digest = digest
@@ -369,6 +377,19 @@ final class KeyTable {
             bucket += 1
         }
         return found
+    }
+
+    /// A slot picked at random among the clean and the unapplied ones (not
+    /// quite uniformly: an unapplied one is picked from a random non-empty
+    /// bucket), or nil when the table holds none.
+    func randomSlot() -> KeySlot? {
+        let clean = ring.count
+        guard clean + unappliedCount > 0 else { return nil }
+        if Int.random(in: 0..<(clean + unappliedCount)) < clean { return ring.randomElement() }
+        for _ in 0..<8 {
+            if let slot = unappliedIndex.randomElement()?.randomElement() { return slot }
+        }
+        return allUnapplied.randomElement()
     }
 
     /// Every unapplied slot, in no order.

@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import RESP
+import SQLiteKVCache
+
+/// Redis's maxmemory (evict.c): a server-wide limit on the data held, the
+/// content bytes of every cache plus what clients' buffers hold. Before a
+/// command runs, while the server is over the limit, keys are evicted by
+/// `maxmemory-policy`, over every cache: the random policies pick at
+/// random, the others sample `maxmemory-samples` keys per cache into a pool
+/// of the best candidates (the idlest for LRU, the least used for LFU, the
+/// soonest to expire for volatile-ttl, the oldest write for fifo) and evict
+/// the best, as Redis does. Evictions are logged as deletes. When nothing
+/// more can go (noeviction, or no key with an expiry for volatile-*), a
+/// command that may take room (Redis's denyoom), and anything but EXEC,
+/// DISCARD, QUIT and RESET inside MULTI, gets -OOM. Each cache's capacity
+/// is enforced apart, by the engine.
+extension Server {
+    /// A key the pool holds, ranked (higher goes first).
+    struct EvictionCandidate {
+        var cache: String
+        var key: [UInt8]
+        var rank: Double
+    }
+
+    static let evictionPoolSize = 16
+
+    /// Content bytes over every open cache.
+    var dataBytes: Int { registry.open.values.reduce(0) { $0 + ($1.engine?.contentBytes ?? 0) } }
+
+    /// What maxmemory compares with: the data, and clients' buffers (as of the last cron).
+    var maxMemoryUsed: Int { dataBytes + clientBufferBytes }
+
+    /// Recounts what clients' buffers hold (query buffers and unsent replies).
+    func refreshClientBufferBytes() {
+        clientBufferBytes = connections.reduce(0) { total, connection in
+            guard let connection else { return total }
+            return total + connection.input.allocated + connection.output.capacity
+        }
+    }
+
+    /// Evicts by `maxmemory-policy` until the data fits `maxmemory`, for
+    /// at most about `maxmemory-eviction-tenacity`'s time (then the loop
+    /// goes on in the background, as Redis's eviction time proc).
+    /// - Returns: false when over the limit with nothing left to evict.
+    func performEvictions() -> Bool {
+        let limit = config.maxMemory
+        guard limit > 0 else { return true }
+        if !openedAllForMaxMemory {
+            openedAllForMaxMemory = true
+            _ = registry.openAllKnown()
+        }
+        var used = maxMemoryUsed
+        guard used > limit else { return true }
+        let policy = config.maxMemoryPolicy
+        if policy == .noeviction { return false }
+        let tenacity = config.maxMemoryEvictionTenacity
+        let budget = tenacity <= 10 ? 50 * tenacity : tenacity < 100 ? Int(500 * pow(1.15, Double(tenacity - 10))) : .max
+        let started = Self.monotonicMicroseconds()
+        var evicted = 0
+        while used > limit {
+            guard let (cache, key) = nextEvictionVictim(policy) else {
+                persistence.appendPending()
+                return false
+            }
+            do {
+                let freed = try Keyspace(server: self, cache: cache).evictForMaxMemory(key)
+                if freed > 0 {
+                    used -= freed
+                    evicted += 1
+                }
+            } catch {
+                logger.warning("Evicting from cache '\(cache.name)' for maxmemory failed: \(error)")
+                break
+            }
+            if evicted % 16 == 0 && Self.monotonicMicroseconds() - started > budget {
+                // Enough for this command; the loop evicts the rest in the background.
+                maxMemoryEvictionPending = true
+                backgroundWorkPending = true
+                break
+            }
+        }
+        persistence.appendPending()
+        return used <= limit || maxMemoryEvictionPending
+    }
+
+    /// The loop's background share of eviction, after a command stopped at its time budget.
+    func continueMaxMemoryEviction() {
+        guard maxMemoryEvictionPending else { return }
+        maxMemoryEvictionPending = false
+        _ = performEvictions()
+    }
+
+    /// The next key to evict under `policy` (its cache and key), or nil when none may go.
+    private func nextEvictionVictim(_ policy: MaxMemoryPolicy) -> (OpenCache, [UInt8])? {
+        let caches = registry.open.values.filter { ($0.engine?.count ?? 0) > 0 }.sorted { $0.name < $1.name }
+        guard !caches.isEmpty else { return nil }
+        let volatileOnly = policy.volatileOnly
+        if policy == .allkeysRandom || policy == .volatileRandom {
+            // A cache in proportion to its keys (with an expiry), then a key in it.
+            for _ in 0..<caches.count * 2 {
+                let weights = caches.map { volatileOnly ? ($0.engine?.statistics().volatileEntries ?? 0) : ($0.engine?.count ?? 0) }
+                let total = weights.reduce(0, +)
+                guard total > 0 else { return nil }
+                var pick = Int.random(in: 0..<total)
+                var chosen = caches[0]
+                for (cache, weight) in zip(caches, weights) {
+                    if pick < weight {
+                        chosen = cache
+                        break
+                    }
+                    pick -= weight
+                }
+                if let sample = try? chosen.engine?.evictionSamples(count: 1, volatileOnly: volatileOnly).first {
+                    return (chosen, sample.key)
+                }
+            }
+            return nil
+        }
+        for cache in caches {
+            guard let samples = try? cache.engine?.evictionSamples(count: config.maxMemorySamples, volatileOnly: volatileOnly) else {
+                continue
+            }
+            for sample in samples {
+                let rank: Double
+                switch policy {
+                case .allkeysLFU, .volatileLFU: rank = 255 - Double(sample.frequency) + Double(sample.idleMilliseconds) / 1e12
+                case .volatileTTL: rank = -Double(sample.expiresAt ?? .max)
+                case .fifo: rank = -sample.storageDate - Double(sample.seq) / 1e15
+                default: rank = Double(sample.idleMilliseconds)
+                }
+                evictionPool.removeAll { $0.cache == cache.name && $0.key == sample.key }
+                evictionPool.append(EvictionCandidate(cache: cache.name, key: sample.key, rank: rank))
+            }
+        }
+        evictionPool.sort { $0.rank > $1.rank }
+        if evictionPool.count > Self.evictionPoolSize { evictionPool.removeLast(evictionPool.count - Self.evictionPoolSize) }
+        while !evictionPool.isEmpty {
+            let best = evictionPool.removeFirst()
+            if let cache = registry.open[best.cache] { return (cache, best.key) }
+        }
+        return nil
+    }
+
+    /// Whether a command is refused while the server is over maxmemory
+    /// (Redis's processCommand): one that may take room (denyoom, or an
+    /// EXEC holding one), or any but EXEC, DISCARD, QUIT and RESET inside MULTI.
+    func refusedWhenOutOfMemory(_ command: Command, _ connection: Connection) -> Bool {
+        if command.flags.contains("denyoom") { return true }
+        if let queued = connection.transaction {
+            if command.name == "exec" {
+                return queued.commands.contains { commands.lookup($0[0])?.flags.contains("denyoom") ?? false }
+            }
+            return !["discard", "quit", "reset"].contains(command.name)
+        }
+        return false
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+
+/// How reads and writes stamp a key, as Redis's objects carry an LRU clock
+/// or an LFU counter (evict.c): the last access, and a logarithmic counter
+/// of accesses that decays with idleness. The owner shares one between its
+/// engines and sets the LFU factors (Redis's `lfu-log-factor`,
+/// `lfu-decay-time`). Used by an owner's server-wide eviction (Redis's
+/// maxmemory policies) and by OBJECT IDLETIME/FREQ; a cache's own
+/// capacity eviction keeps its policy's order.
+public final class AccessTracking: @unchecked Sendable {
+    /// Redis's LFU_INIT_VAL: a new key's counter, so it is not evicted at once.
+    public static let initialFrequency: UInt8 = 5
+    public var lfuLogFactor = 10
+    public var lfuDecayTime = 1
+    /// While set (Redis's CLIENT PAUSE), an expired key reads as absent but
+    /// is not deleted by a read: Redis's expireIfNeeded during a pause.
+    public var expiryHeld = false
+
+    public init() {}
+
+    /// The counter after the decay for the minutes since it last decayed
+    /// (Redis's LFUDecrAndReturn).
+    func decayed(_ slot: KeySlot, nowMinutes: UInt32) -> UInt8 {
+        guard lfuDecayTime > 0, nowMinutes > slot.frequencyMinutes else { return slot.frequency }
+        let periods = Int(nowMinutes - slot.frequencyMinutes) / lfuDecayTime
+        return periods >= Int(slot.frequency) ? 0 : slot.frequency - UInt8(periods)
+    }
+
+    /// A read or write of the key: its access time, and its counter decayed
+    /// then incremented with probability 1 / ((counter - 5) * factor + 1)
+    /// (Redis's updateLFU and LFULogIncr).
+    func touch(_ slot: KeySlot, now: Int64) {
+        let minutes = UInt32(truncatingIfNeeded: now / 60_000)
+        var counter = decayed(slot, nowMinutes: minutes)
+        if counter < 255 {
+            let base = Double(max(0, Int(counter) - Int(Self.initialFrequency)))
+            if Double.random(in: 0..<1) < 1.0 / (base * Double(lfuLogFactor) + 1) { counter += 1 }
+        }
+        slot.frequency = counter
+        slot.frequencyMinutes = minutes
+        slot.lastAccess = now
+    }
+
+    /// A write: a new key starts its counter at 5; an overwritten one keeps it.
+    func stampWrite(_ slot: KeySlot, new: Bool, now: Int64) {
+        if new {
+            slot.frequency = Self.initialFrequency
+            slot.frequencyMinutes = UInt32(truncatingIfNeeded: now / 60_000)
+        }
+        slot.lastAccess = now
+    }
+}
+
+/// What the engine knows of a key's use, for OBJECT IDLETIME/FREQ and eviction.
+public struct AccessInfo: Sendable {
+    /// Milliseconds since the last access (or, for a key memory does not
+    /// hold, since its last write).
+    public var idleMilliseconds: Int64
+    /// The LFU counter, decayed to now.
+    public var frequency: UInt8
+}
+
+/// A key offered to server-wide eviction, with what each policy ranks by.
+public struct EvictionSample: Sendable {
+    public var key: [UInt8]
+    public var idleMilliseconds: Int64
+    public var frequency: UInt8
+    public var expiresAt: Int64?
+    /// Write time (seconds since 1970), then write order: the fifo order.
+    public var storageDate: Double
+    public var seq: Int64
+}
+
+extension CacheEngine {
+    /// How `key` has been used, without counting as a use; nil when absent or expired.
+    public func accessInfo(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> AccessInfo? {
+        let digest = hasher.digest(key)
+        let now = nowMilliseconds()
+        if let slot = table.slot(digest) {
+            guard let row = slot.row, !row.isExpired(at: now) else { return nil }
+            return info(slot, row, now: now)
+        }
+        if fileVoid { return nil }
+        guard let row = try file.row(digest), !row.isExpired(at: now) else { return nil }
+        return AccessInfo(idleMilliseconds: max(0, now - Int64(row.storageDate * 1000)),
+                          frequency: AccessTracking.initialFrequency)
+    }
+
+    private func info(_ slot: KeySlot, _ row: Row, now: Int64) -> AccessInfo {
+        let last = slot.lastAccess > 0 ? slot.lastAccess : Int64(row.storageDate * 1000)
+        return AccessInfo(idleMilliseconds: max(0, now - last),
+                          frequency: access.decayed(slot, nowMinutes: UInt32(truncatingIfNeeded: now / 60_000)))
+    }
+
+    /// Sets how `key` was used (RESTORE … IDLETIME / FREQ): its idleness in
+    /// seconds, or its LFU counter. Brings the key into memory to hold it.
+    /// - Returns: whether the key is live.
+    @discardableResult
+    public func setAccess(_ key: [UInt8], idleSeconds: Int64?, frequency: UInt8?) throws(SQLiteKVCache.Error) -> Bool {
+        let digest = hasher.digest(key)
+        var slot = table.slot(digest)
+        if slot == nil {
+            guard let row = try current(digest, key: key, counted: false).row else { return false }
+            slot = table.slot(digest) ?? table.write(digest, key: key, row: row)
+        }
+        guard let slot, slot.row != nil else { return false }
+        let now = nowMilliseconds()
+        if let idleSeconds { slot.lastAccess = max(1, now - idleSeconds * 1000) }
+        if let frequency {
+            slot.frequency = frequency
+            slot.frequencyMinutes = UInt32(truncatingIfNeeded: now / 60_000)
+        }
+        return true
+    }
+
+    /// Up to `count` live keys picked at random (with an expiry only, when
+    /// `volatileOnly`), from memory and from the file in proportion to what
+    /// each holds, with what eviction ranks them by. Repeats are possible.
+    public func evictionSamples(count: Int, volatileOnly: Bool) throws(SQLiteKVCache.Error) -> [EvictionSample] {
+        guard totals.count > 0, count > 0, !volatileOnly || totals.volatile > 0 else { return [] }
+        let now = nowMilliseconds()
+        var samples: [EvictionSample] = []
+        var seen = Set<KeyDigest>()
+        func offer(_ slot: KeySlot) {
+            guard let row = slot.row, !row.isExpired(at: now), !volatileOnly || row.expiresAt != nil,
+                  seen.insert(slot.digest).inserted else { return }
+            let use = info(slot, row, now: now)
+            samples.append(EvictionSample(key: slot.key, idleMilliseconds: use.idleMilliseconds, frequency: use.frequency,
+                                          expiresAt: row.expiresAt, storageDate: row.storageDate, seq: row.seq))
+        }
+        let inMemory = table.count
+        var attempts = 0
+        while samples.count < count && attempts < count * 4 {
+            attempts += 1
+            let fromMemory = fileVoid || Int.random(in: 0..<max(1, totals.count)) < inMemory
+            if fromMemory {
+                if let slot = table.randomSlot() { offer(slot) }
+                continue
+            }
+            guard let row = try file.row(atOrAfter: KeyDigest(w0: UInt64.random(in: 0...UInt64.max))) else { continue }
+            if let slot = table.slot(row.digest) {
+                offer(slot)
+                continue
+            }
+            guard !(row.expiresAt.map { $0 <= now } ?? false), !volatileOnly || row.expiresAt != nil,
+                  seen.insert(row.digest).inserted else { continue }
+            samples.append(EvictionSample(key: row.key, idleMilliseconds: max(0, now - Int64(row.storageDate * 1000)),
+                                          frequency: AccessTracking.initialFrequency, expiresAt: row.expiresAt,
+                                          storageDate: row.storageDate, seq: row.seq))
+        }
+        if volatileOnly && samples.isEmpty && !fileVoid {
+            // Few keys expire: the file's soonest to expire stand in.
+            for row in try file.evictionCandidates(.expiry, after: nil, limit: count) where table.slot(row.digest) == nil {
+                samples.append(EvictionSample(key: row.key, idleMilliseconds: max(0, now - Int64(row.storageDate * 1000)),
+                                              frequency: AccessTracking.initialFrequency, expiresAt: row.expiresAt,
+                                              storageDate: row.storageDate, seq: row.seq))
+            }
+        }
+        return samples
+    }
+
+    /// Evicts `key` for the owner's server-wide limit (counted as evicted,
+    /// reported as `.evicted`).
+    /// - Returns: the content bytes freed (0 when the key was not live).
+    @discardableResult
+    public func evictKey(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Int {
+        let digest = hasher.digest(key)
+        guard let old = try oldState(digest) else { return 0 }
+        if let expiresAt = old.expiresAt, expiresAt <= nowMilliseconds() {
+            expire(digest, key: key, size: old.size, expiresAt: expiresAt)
+            return old.size
+        }
+        totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
+        table.write(digest, key: key, row: nil)
+        evictedCount += 1
+        onEvent?(.evicted(key: key))
+        return old.size
+    }
+}

@@ -1,0 +1,179 @@
+"""maxmemory with Redis's meaning: a server-wide limit on data, enforced
+before each command by maxmemory-policy (Redis's eight policies and fifo),
+-OOM under noeviction and for MULTI as Redis answers, OBJECT FREQ and
+IDLETIME, RESTORE's IDLETIME and FREQ. The first tests run against both
+servers (KVCACHE_TARGET=redis); the eviction tests size the data by
+kvcache-server's own measure (INFO's maxmemory_used) and run on it only."""
+import time
+
+import pytest
+
+OOM = ("error", "OOM command not allowed when used memory > 'maxmemory'.")
+
+
+@pytest.fixture
+def limited(c):
+    """Sets maxmemory to 1 byte (every server holds more than that) and puts it back."""
+    yield c
+    c.command("CONFIG", "SET", "maxmemory", "0")
+    c.command("CONFIG", "SET", "maxmemory-policy", "noeviction")
+
+
+def test_noeviction_refuses_writes_that_take_room(limited):
+    c = limited
+    c.command("SET", "k", "v")
+    c.command("RPUSH", "l", "a")
+    assert c.command("CONFIG", "SET", "maxmemory", "1") == "OK"
+    assert c.command("SET", "k2", "v") == OOM
+    assert c.command("RPUSH", "l", "b") == OOM
+    assert c.command("GET", "k") == b"v"                    # reads go on
+    assert c.command("LPOP", "l") == b"a"                   # so do writes that free room
+    assert c.command("DEL", "k") == 1
+    assert c.command("CONFIG", "SET", "maxmemory", "0") == "OK"
+    assert c.command("SET", "k2", "v") == "OK"
+
+
+def test_multi_under_oom(limited, server):
+    c = limited
+    other = server.raw()
+    assert c.command("MULTI") == "OK"
+    assert c.command("SET", "a", "1") == "QUEUED"
+    assert other.command("CONFIG", "SET", "maxmemory", "1") == "OK"
+    assert c.command("GET", "a") == OOM                    # inside MULTI, anything but EXEC/DISCARD is refused
+    assert c.command("EXEC")[1].startswith("EXECABORT")
+    assert c.command("MULTI") == "OK"
+    assert c.command("SET", "x", "1") == OOM
+    assert c.command("DISCARD") == "OK"
+    assert other.command("CONFIG", "SET", "maxmemory", "0") == "OK"
+    assert c.command("MULTI") == "OK"
+    assert c.command("SET", "x", "1") == "QUEUED"
+    assert other.command("CONFIG", "SET", "maxmemory", "1") == "OK"
+    assert c.command("EXEC") == ("error", "EXECABORT Transaction discarded because of: "
+                                 "OOM command not allowed when used memory > 'maxmemory'.")
+    assert other.command("CONFIG", "SET", "maxmemory", "0") == "OK"
+    other.close()
+
+
+def test_maxmemory_settings_round_trip(limited):
+    c = limited
+    for name, value in [("maxmemory-policy", "allkeys-lfu"), ("maxmemory-samples", "10"), ("lfu-log-factor", "5"),
+                        ("lfu-decay-time", "2"), ("maxmemory", "104857600")]:
+        assert c.command("CONFIG", "SET", name, value) == "OK"
+        assert c.command("CONFIG", "GET", name) == [name.encode(), value.encode()]
+    assert c.command("CONFIG", "SET", "maxmemory-policy", "lru-ish")[0] == "error"
+    for name, value in [("maxmemory-samples", "5"), ("lfu-log-factor", "10"), ("lfu-decay-time", "1")]:
+        c.command("CONFIG", "SET", name, value)
+
+
+def test_object_freq_and_idletime(limited):
+    c = limited
+    c.command("SET", "k", "v")
+    assert c.command("OBJECT", "FREQ", "k")[0] == "error"
+    time.sleep(1.2)
+    assert c.command("OBJECT", "IDLETIME", "k") >= 1
+    c.command("TYPE", "k")
+    c.command("TTL", "k")
+    c.command("EXISTS", "k")
+    assert c.command("OBJECT", "IDLETIME", "k") >= 1       # TYPE, TTL and EXISTS do not count as a use
+    c.command("GET", "k")
+    assert c.command("OBJECT", "IDLETIME", "k") == 0
+    assert c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu") == "OK"
+    assert c.command("OBJECT", "IDLETIME", "k")[0] == "error"
+    before = c.command("OBJECT", "FREQ", "k")
+    for _ in range(200):
+        c.command("GET", "k")
+    assert c.command("OBJECT", "FREQ", "k") > before
+
+
+def test_restore_sets_idletime_and_freq(limited):
+    c = limited
+    c.command("SET", "k", "v")
+    payload = c.command("DUMP", "k")
+    assert c.command("RESTORE", "r1", "0", payload, "IDLETIME", "1000") == "OK"
+    assert c.command("OBJECT", "IDLETIME", "r1") >= 1000
+    c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    assert c.command("RESTORE", "r2", "0", payload, "FREQ", "100") == "OK"
+    assert c.command("OBJECT", "FREQ", "r2") == 100
+
+
+# ---------------------------------------------------------------------------
+# Eviction (kvcache-server's measure of the data)
+# ---------------------------------------------------------------------------
+
+def used(c):
+    text = c.command("INFO", "memory").decode()
+    return int(dict(line.split(":", 1) for line in text.splitlines() if ":" in line)["maxmemory_used"])
+
+
+def fill(c, prefix, count, size=1000, ttl=None):
+    for i in range(count):
+        args = ["SET", "%s%d" % (prefix, i), "x" * size]
+        if ttl is not None:
+            args += ["EX", str(ttl + i)]
+        c.command(*args)
+
+
+@pytest.mark.kvcache_only
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu", "allkeys-random", "fifo"])
+def test_allkeys_policies_keep_the_data_within_the_limit(limited, policy):
+    c = limited
+    base = used(c)
+    c.command("CONFIG", "SET", "maxmemory-policy", policy)
+    c.command("CONFIG", "SET", "maxmemory", str(base + 200_000))
+    fill(c, "k", 1000)
+    assert used(c) <= base + 200_000 + 2000
+    assert 150 <= c.command("DBSIZE") < 210
+    info = c.command("INFO", "stats").decode()
+    assert int(dict(l.split(":", 1) for l in info.splitlines() if ":" in l)["evicted_keys"]) >= 790
+
+
+@pytest.mark.kvcache_only
+def test_lru_keeps_what_is_read(limited):
+    c = limited
+    base = used(c)
+    c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+    c.command("CONFIG", "SET", "maxmemory-samples", "10")
+    c.command("CONFIG", "SET", "maxmemory", str(base + 300_000))
+    fill(c, "hot", 50)
+    time.sleep(1.1)
+    for round_ in range(10):
+        for i in range(50):
+            c.command("GET", "hot%d" % i)
+        fill(c, "cold%d-" % round_, 60)
+    hot = sum(c.command("EXISTS", "hot%d" % i) for i in range(50))
+    assert hot >= 45, "only %d of 50 hot keys survived LRU eviction" % hot
+
+
+@pytest.mark.kvcache_only
+def test_volatile_ttl_evicts_the_soonest_to_expire_and_never_the_others(limited):
+    c = limited
+    base = used(c)
+    fill(c, "keep", 50)
+    c.command("CONFIG", "SET", "maxmemory-policy", "volatile-ttl")
+    c.command("CONFIG", "SET", "maxmemory", str(base + 150_000))
+    fill(c, "vol", 200, ttl=1000)
+    assert all(c.command("EXISTS", "keep%d" % i) for i in range(50))
+    assert c.command("EXISTS", "vol199") == 1 and c.command("EXISTS", "vol0") == 0
+    c.command("CONFIG", "SET", "maxmemory", str(base + 40_000))
+    # Eviction goes on in the background past a command's time budget, as
+    # in Redis; once only persistent keys are left, nothing may go.
+    replies = [c.command("SET", "more%d" % i, "x") for i in range(100)]
+    assert OOM in replies
+    assert all(c.command("EXISTS", "keep%d" % i) for i in range(50))
+    assert c.command("DBSIZE") <= 50 + replies.index(OOM)
+
+
+@pytest.mark.kvcache_only
+def test_maxmemory_spans_every_cache_and_capacity_still_holds(limited, server):
+    c = limited
+    base = used(c)
+    c.command("CONFIG", "SET", "cache", "db1 50000")
+    c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+    c.command("CONFIG", "SET", "maxmemory", str(base + 300_000))
+    fill(c, "a", 150)
+    assert c.command("SELECT", "1") == "OK"
+    fill(c, "b", 150)
+    assert c.command("DBSIZE") <= 50                       # db1's own capacity
+    assert used(c) <= base + 300_000 + 2000
+    c.command("SELECT", "0")
+    c.command("CONFIG", "SET", "cache", "db1 0")
