@@ -146,15 +146,7 @@ extension Server {
         if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
             let outOfMemory = !performEvictions()
             if outOfMemory && refusedWhenOutOfMemory(command, connection) {
-                if command.name == "exec", connection.transaction != nil {
-                    // Redis's execCommandAbort: the transaction is dropped whole.
-                    connection.transaction = nil
-                    unwatchAll(connection)
-                    reject(connection, ReplyError("EXECABORT Transaction discarded because of: \(ReplyError.oom.text)"),
-                           stats: stats)
-                } else {
-                    reject(connection, .oom, stats: stats)
-                }
+                reject(connection, .oom, stats: stats)
                 return
             }
         }
@@ -275,11 +267,22 @@ extension Server {
     }
 
     /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
+    /// Refuses the command about to run, as Redis's `rejectCommand`: inside
+    /// MULTI a refused command fails the transaction, and a refused EXEC
+    /// drops it whole (`execCommandAbort`: `EXECABORT Transaction discarded
+    /// because of: <the reason>`).
     func reject(_ connection: Connection, _ error: ReplyError, stats: CommandStats?) {
-        connection.replyError(error)
+        var reply = error
+        if connection.lastCommand == "exec", connection.transaction != nil {
+            connection.transaction = nil
+            unwatchAll(connection)
+            reply = ReplyError("EXECABORT Transaction discarded because of: \(error.text)")
+        } else if let transaction = connection.transaction {
+            transaction.failed = true
+        }
+        connection.replyError(reply)
         stats?.rejected += 1
-        countError(error)
-        if let transaction = connection.transaction { transaction.failed = true }
+        countError(reply)
     }
 
     /// Counts an error reply for INFO (total_error_replies, errorstats by prefix).
