@@ -178,7 +178,7 @@ struct CommandTable: Sendable {
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
         + observabilityCommands + bitCommands + listCommands + setCommands + hashCommands + sortedSetCommands
-        + dumpCommands + persistenceCommands + memoryCommands)
+        + dumpCommands + persistenceCommands + memoryCommands + pubsubCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

@@ -87,5 +87,8 @@ private func reset(_ ctx: CommandContext) throws {
     c.name = []
     c.authenticated = ctx.server.config.requirePass.isEmpty
     c.parser.limits.unauthenticated = !c.authenticated
+    ctx.server.unsubscribeAll(c)
+    c.replyOff = false
+    c.replySkipNext = false
     c.replySimple("RESET")
 }

@@ -15,10 +15,17 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Handshakes with the server.", handler: hello),
     Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "A container for client connection commands.", handler: client,
-            subcommands: ["getname", "id", "info", "kill", "list", "setinfo", "setname"]),
+            subcommands: ["getname", "id", "info", "kill", "list", "reply", "setinfo", "setname"]),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
+    if ctx.args.count <= 2 && ctx.connection.subscriptions.active && ctx.connection.protocolVersion == 2 {
+        // Subscribed (RESP2): a message-shaped reply, as Redis's pingCommand.
+        ctx.connection.replyArrayHeader(2)
+        ctx.connection.replyBulk("pong")
+        if ctx.args.count == 2 { ctx.connection.replyBulk(ctx.args[1]) } else { ctx.connection.replyBulk("") }
+        return
+    }
     switch ctx.args.count {
     case 1: ctx.connection.replySimple("PONG")
     case 2: ctx.connection.replyBulk(ctx.args[1])
@@ -119,6 +126,18 @@ private func client(_ ctx: CommandContext) throws {
         c.replyVerbatim(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
     case "kill":
         try clientKill(ctx)
+    case "reply":
+        // CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing (Server.execute drops the replies).
+        try arity(3)
+        switch ctx.option(2) {
+        case "on":
+            c.replyOff = false
+            c.replySkipNext = false
+            c.replyOK()
+        case "off": c.replyOff = true
+        case "skip": if !c.replyOff { c.replySkipNext = true }
+        default: throw ReplyError.syntax
+        }
     case "setinfo":
         // Redis 7.2's client library report (redis-py sends it on connect).
         try arity(4)

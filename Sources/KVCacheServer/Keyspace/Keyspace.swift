@@ -61,6 +61,7 @@ struct Keyspace {
     func lookupRead(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {
         let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
         countLookup(hit: entry != nil)
+        if entry == nil { changed(.missed, key) }
         if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
         return entry
     }
@@ -70,7 +71,7 @@ struct Keyspace {
     /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
     func lookupStored(_ key: [UInt8], as kind: ValueKind, read: Bool) throws -> StoredEntry? {
         let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key) }
-        if read { countLookup(hit: entry != nil) }
+        if read { countLookup(hit: entry != nil); if entry == nil { changed(.missed, key) } }
         if let entry, entry.row.kind != kind { throw ReplyError.wrongType }
         return entry
     }
@@ -95,13 +96,16 @@ struct Keyspace {
         try run { _ throws(SQLiteKVCache.Error) in
             try engine.liveValueChanged(key, oldEncodedSize: oldEncodedSize, storageDate: storageDate)
         }
+        changed(.stored(isNew: false), key)
     }
 
     /// Stores an entry whose value may be live (a new collection). Logged as
     /// its command, by the caller's `noteLiveChange`.
     func storeStored(_ entry: StoredEntry) throws {
         let engine = try engineForWrite(grows: true)
+        let isNew = isNewKey(entry.key)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
+        changed(.stored(isNew: isNew), entry.key)
     }
 
     /// The live entry for `key` before a write to it, not counted.
@@ -192,10 +196,12 @@ struct Keyspace {
     ///   an entry larger than the capacity, SQLite's failure).
     func store(_ entry: Entry) throws {
         let engine = try engineForWrite(grows: true)
+        let isNew = isNewKey(entry.key)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(StoredEntry(entry)) }
         server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.kind,
                                        storageDate: entry.storageDate.timeIntervalSince1970,
                                        expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
+        changed(.stored(isNew: isNew), entry.key)
     }
 
     /// Removes `key`.
@@ -205,6 +211,7 @@ struct Keyspace {
         let engine = try engineForWrite()
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.delete(key) }) else { return false }
         server.persistence.record(.delete(cache: cache.name, key: key))
+        changed(.deleted, key)
         return true
     }
 
@@ -215,6 +222,7 @@ struct Keyspace {
         let engine = try engineForWrite()
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.setExpiry(key, expiresAt) }) else { return false }
         server.persistence.record(.expire(cache: cache.name, key: key, at: expiresAt))
+        changed(.expirySet(expiresAt), key)
         return true
     }
 

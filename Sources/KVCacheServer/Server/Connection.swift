@@ -27,6 +27,15 @@ final class Connection {
     var watched: [WatchedKey] = []
     /// Whether the client ran MONITOR.
     var isMonitor = false
+    /// Its Pub/Sub channels, patterns and shard channels (Server/PubSub.swift).
+    var subscriptions = Subscriptions()
+    /// CLIENT REPLY OFF, and SKIP (the next command's reply is dropped).
+    var replyOff = false
+    var replySkipNext = false
+    /// Nesting of commands whose replies are being dropped; pushes made
+    /// meanwhile wait in `heldPushes` and are kept.
+    var silenced = 0
+    var heldPushes: [UInt8] = []
     /// The TLS session of a client of the TLS port.
     var tls: TLSSession?
     /// Whether the client has passed AUTH (always true with no password set).
@@ -84,10 +93,13 @@ final class Connection {
         let idle = (now - lastInteraction) / 1000
         let nameText = String(decoding: name, as: UTF8.self)
         let events = waitingToWrite ? "rw" : "r"
-        let flags = isMonitor ? "O" : transaction != nil ? "x" : "N"
+        var flags = isMonitor ? "O" : ""
+        if subscriptions.active { flags += "P" }
+        if transaction != nil { flags += "x" }
+        if flags.isEmpty { flags = "N" }
         let multi = transaction.map { $0.commands.count } ?? -1
         return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
-            + "db=\(databaseLabel) sub=0 psub=0 ssub=0 multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
+            + "db=\(databaseLabel) sub=\(subscriptions.channels.count) psub=\(subscriptions.patterns.count) ssub=\(subscriptions.shardChannels.count) multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
             + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
             + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
             + "events=\(events) cmd=\(lastCommand) user=default redir=-1 resp=\(protocolVersion)"

@@ -134,6 +134,7 @@ extension Server {
         connection.closed = true
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
+        unsubscribeAll(connection)
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {

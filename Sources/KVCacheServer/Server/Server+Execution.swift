@@ -111,6 +111,24 @@ extension Server {
     /// authentication), the monitor feed, the handler, and the counters
     /// INFO commandstats/errorstats and SLOWLOG report.
     func execute(_ args: Arguments, for connection: Connection) {
+        guard connection.silenced == 0, connection.replyOff || connection.replySkipNext else {
+            return executeCommand(args, for: connection)
+        }
+        // CLIENT REPLY OFF or SKIP: the reply is dropped, pushes are kept.
+        let skipped = connection.replySkipNext
+        connection.replySkipNext = false
+        let mark = connection.output.count
+        connection.silenced += 1
+        executeCommand(args, for: connection)
+        connection.silenced -= 1
+        if skipped || connection.replyOff {
+            connection.output.removeSubrange(mark...)
+        }
+        connection.output.append(contentsOf: connection.heldPushes)
+        connection.heldPushes.removeAll()
+    }
+
+    private func executeCommand(_ args: Arguments, for connection: Connection) {
         stats.totalCommandsProcessed += 1
         if Self.isCrossProtocolAttack(args[0]) {
             logger.warning("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands "
@@ -131,6 +149,12 @@ extension Server {
         }
         if authRequired(connection) && !command.flags.contains("no_auth") {
             reject(connection, .noAuth, command: command)
+            return
+        }
+        if connection.protocolVersion == 2 && connection.subscriptions.active
+            && !PubSub.allowedWhileSubscribed.contains(command.name) {
+            reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
+                + "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"), command: command)
             return
         }
         if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
@@ -158,6 +182,8 @@ extension Server {
         let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
+        let outerEvents = beginKeyspaceEvents(command, args)
+        defer { endKeyspaceEvents(outerEvents) }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {

@@ -23,6 +23,7 @@ extension Server {
     /// handleClientsWithPendingWrites), holding those that wait for the
     /// log's fsync; runs after the log is written.
     func sendQueuedReplies() {
+        if !pubsub.doomed.isEmpty { closeDoomedSubscribers() }
         let synced = persistence.syncedLSN
         for connection in clientsWithReplies {
             connection.queuedForReplies = false
@@ -33,8 +34,10 @@ extension Server {
                 continue
             }
             sendReplies(connection)
+            checkSubscriberLimit(connection)
         }
         clientsWithReplies.removeAll(keepingCapacity: true)
+        if !pubsub.doomed.isEmpty { closeDoomedSubscribers() }
     }
 
     /// Writes as much of a client's unsent replies as the socket takes
@@ -104,7 +107,7 @@ extension Server {
     /// - Returns: whether it was closed.
     @discardableResult
     func overOutputLimit(_ connection: Connection, now: Int64 = Server.nowMilliseconds()) -> Bool {
-        let limit = config.outputBufferLimit
+        let limit = connection.subscriptions.active ? config.pubsubOutputBufferLimit : config.outputBufferLimit
         let pending = connection.pendingOutput
         var over = limit.hard > 0 && pending > limit.hard
         if limit.soft > 0 && pending > limit.soft {

@@ -67,6 +67,13 @@ public final class Server {
     var runningCommandMayGrow = false
     /// Clients in MONITOR mode, fed every command others run.
     var monitors: [Connection] = []
+    /// Pub/Sub's channels and patterns (Server/PubSub.swift).
+    let pubsub = PubSub()
+    /// The keyspace events of the running command, published when it ends
+    /// (Keyspace/KeyspaceEvents.swift).
+    var pendingKeyspaceEvents: [KeyspaceEvent] = []
+    /// The command whose changes are being named, while it runs.
+    var eventSource: EventSource?
     var slowlog = SlowLog()
 
     // MARK: Caches and persistence (Server+Persistence)
@@ -137,6 +144,13 @@ public final class Server {
         try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
         persistence = try Persistence(server: self, config: config)
         registry.onOpen = { [unowned self] engine in persistence.cacheOpened(engine) }
+        registry.onEngineEvent = { [unowned self] cache, event in
+            switch event {
+            case .expired(let key): keyChanged(.expired, key, in: cache)
+            case .evicted(let key): keyChanged(.evicted, key, in: cache)
+            default: break
+            }
+        }
         try epoll.add(persistence.wakeFD, token: Self.wakeToken, interest: .readable)
         for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
             for host in config.bind {
