@@ -182,8 +182,10 @@ extension Server {
         let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
-        let outerEvents = beginKeyspaceEvents(command, args)
-        defer { endKeyspaceEvents(outerEvents) }
+        // Keyspace events are collected only while someone may want them.
+        let namingEvents = eventSource != nil || wantsKeyspaceEvents
+        let outerEvents = namingEvents ? beginKeyspaceEvents(command, args) : nil
+        defer { if namingEvents { endKeyspaceEvents(outerEvents) } }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {
