@@ -341,6 +341,8 @@ def run_helper(tree: Path, port: int, unit: str, args, out_path: Path) -> tuple[
     """Runs one unit file; returns (output, seconds, killed by our timeout)."""
     argv = ["tclsh", "tests/test_helper.tcl", "--host", HOST, "--port", str(port),
             "--single", unit, "--timeout", str(args.helper_timeout), "--dont-clean"]
+    if args.baseport:
+        argv += ["--baseport", str(args.baseport)]
     if args.tags:
         argv += ["--tags", args.tags]
     if args.durable:
@@ -944,6 +946,9 @@ def parse_args(argv: list[str]):
     p.add_argument("--no-default-skips", action="store_true",
                    help="do not skip the tests that break external mode on Redis itself")
     p.add_argument("--file-timeout", type=int, default=600, help="seconds per file and server")
+    p.add_argument("--baseport", type=int, default=0,
+                   help="the helper's --baseport (its own listener takes one of the 32 ports below it): "
+                        "to run beside another session's helper")
     p.add_argument("--helper-timeout", type=int, default=180,
                    help="the helper's --timeout: seconds without progress")
     p.add_argument("--json", type=Path, help="write every test's outcome here")

@@ -15,7 +15,7 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Handshakes with the server.", handler: hello),
     Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "A container for client connection commands.", handler: client,
-            subcommands: ["getname", "id", "info", "kill", "list", "reply", "setinfo", "setname"]),
+            subcommands: ["getname", "id", "info", "kill", "list", "reply", "setinfo", "setname", "tracking", "caching", "getredir", "trackinginfo"]),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
@@ -156,6 +156,7 @@ private func client(_ ctx: CommandContext) throws {
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
         ].map { Array($0.utf8) })
     default:
+        if try clientTrackingSubcommand(ctx, sub) { return }
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "client")
     }
 }

@@ -47,6 +47,7 @@ extension ServerConfig {
             return "normal \(l.hard) \(l.soft) \(l.softSeconds) replica 268435456 67108864 60 "
                 + "pubsub \(p.hard) \(p.soft) \(p.softSeconds)"
         }),
+        .integer("tracking-table-max-keys", \.trackingTableMaxKeys, 0...Int(Int64.max), live: true),
         ConfigDirective(name: "notify-keyspace-events", live: true, apply: { config, args, _ in
             guard args.count <= 1 else { throw ConfigError("wrong number of arguments") }
             guard let flags = NotifyFlags(letters: args.first ?? "") else {

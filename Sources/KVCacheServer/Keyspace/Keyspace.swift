@@ -230,6 +230,7 @@ struct Keyspace {
     func flush() throws {
         try engineForWrite().clear()
         server.persistence.record(.clear(cache: cache.name))
+        server.trackingFlushed(cache)
     }
 
     /// Exchanges the contents of this cache and `other` (SWAPDB), at once:

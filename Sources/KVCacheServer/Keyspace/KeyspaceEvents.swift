@@ -139,6 +139,13 @@ extension Server {
     /// it in the running command (or now, for a change no command made:
     /// the expiry sweep, background eviction).
     func keyChanged(_ change: KeyChange, _ key: [UInt8], in cache: OpenCache) {
+        if trackingActive {
+            switch change {
+            case .missed: break
+            case .expired, .evicted: trackingKeyChanged(key, in: cache, byClient: false)
+            default: trackingKeyChanged(key, in: cache, byClient: true)
+            }
+        }
         guard wantsKeyspaceEvents else { return }
         let events: [(NotifyFlags, String)]
         switch change {

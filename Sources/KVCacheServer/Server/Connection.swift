@@ -29,6 +29,8 @@ final class Connection {
     var isMonitor = false
     /// Its Pub/Sub channels, patterns and shard channels (Server/PubSub.swift).
     var subscriptions = Subscriptions()
+    /// CLIENT TRACKING's state while it is on (Server/Tracking.swift).
+    var tracking: ClientTracking?
     /// CLIENT REPLY OFF, and SKIP (the next command's reply is dropped).
     var replyOff = false
     var replySkipNext = false
@@ -96,12 +98,17 @@ final class Connection {
         var flags = isMonitor ? "O" : ""
         if subscriptions.active { flags += "P" }
         if transaction != nil { flags += "x" }
+        if let tracking {
+            flags += "t"
+            if tracking.brokenRedirect { flags += "R" }
+            if tracking.bcast { flags += "B" }
+        }
         if flags.isEmpty { flags = "N" }
         let multi = transaction.map { $0.commands.count } ?? -1
         return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
             + "db=\(databaseLabel) sub=\(subscriptions.channels.count) psub=\(subscriptions.patterns.count) ssub=\(subscriptions.shardChannels.count) multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
             + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
             + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
-            + "events=\(events) cmd=\(lastCommand) user=default redir=-1 resp=\(protocolVersion)"
+            + "events=\(events) cmd=\(lastCommand) user=default redir=\(tracking.map { $0.redirect } ?? -1) resp=\(protocolVersion)"
     }
 }

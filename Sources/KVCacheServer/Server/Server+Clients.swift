@@ -135,6 +135,7 @@ extension Server {
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
         unsubscribeAll(connection)
+        disableTracking(connection)
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {

@@ -186,6 +186,11 @@ extension Server {
         let namingEvents = eventSource != nil || wantsKeyspaceEvents
         let outerEvents = namingEvents ? beginKeyspaceEvents(command, args) : nil
         defer { if namingEvents { endKeyspaceEvents(outerEvents) } }
+        // Client-side caching: the keys a tracking client read, and its own
+        // invalidations after its reply.
+        let tracked = trackingActive || tracking.depth > 0
+        if tracked { trackingBeginCommand(connection) }
+        defer { if tracked { trackingEndCommand(connection, command, args) } }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {

@@ -57,7 +57,7 @@ extension Server {
                 "client_recent_max_input_buffer:0",
                 "client_recent_max_output_buffer:0",
                 "blocked_clients:0",
-                "tracking_clients:0",
+                "tracking_clients:\(tracking.clients.count)",
                 "clients_in_timeout_table:0",
             ]
         case "replication":
@@ -146,6 +146,9 @@ extension Server {
                 "pubsub_channels:\(pubsub.channels.count)",
                 "pubsub_patterns:\(pubsub.patterns.count)",
                 "pubsubshard_channels:\(pubsub.shardChannels.count)",
+                "tracking_total_keys:\(tracking.table.count)",
+                "tracking_total_items:\(tracking.totalItems)",
+                "tracking_total_prefixes:\(tracking.prefixes.count)",
                 "total_error_replies:\(stats.totalErrorReplies)",
                 "acl_access_denied_auth:\(stats.authFailures)",
                 "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",

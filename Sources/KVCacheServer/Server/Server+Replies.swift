@@ -24,6 +24,8 @@ extension Server {
     /// log's fsync; runs after the log is written.
     func sendQueuedReplies() {
         if !pubsub.doomed.isEmpty { closeDoomedSubscribers() }
+        if !tracking.broadcastKeys.isEmpty { trackingBroadcast() }
+        if !tracking.table.isEmpty { trackingLimitKeys() }
         let synced = persistence.syncedLSN
         for connection in clientsWithReplies {
             connection.queuedForReplies = false

@@ -69,6 +69,8 @@ public final class Server {
     var monitors: [Connection] = []
     /// Pub/Sub's channels and patterns (Server/PubSub.swift).
     let pubsub = PubSub()
+    /// Client-side caching's tables (Server/Tracking.swift).
+    let tracking = Tracking()
     /// The keyspace events of the running command, published when it ends
     /// (Keyspace/KeyspaceEvents.swift).
     var pendingKeyspaceEvents: [KeyspaceEvent] = []
