@@ -432,3 +432,18 @@ def test_redis_cli_subscriber(server, r):
     assert lines[:6] == ["subscribe", "alerts", "1", "message", "alerts", "disk full"]
     assert r.pubsub_numsub("alerts") == [(b"alerts", 0)] or wait_for(
         lambda: r.pubsub_numsub("alerts") == [(b"alerts", 0)])
+
+
+def test_client_kill_type_pubsub(server, c):
+    sub = raw_socket(server)
+    send(sub, "SUBSCRIBE", "k")
+    expect(sub, b"*3\r\n$9\r\nsubscribe\r\n$1\r\nk\r\n:1\r\n")
+    plain = raw_socket(server)
+    send(plain, "PING")
+    expect(plain, b"+PONG\r\n")
+    assert c.command("CLIENT", "KILL", "TYPE", "pubsub") == 1
+    sub.settimeout(5)
+    assert sub.recv(10) == b""
+    send(plain, "PING")
+    expect(plain, b"+PONG\r\n")
+    plain.close()

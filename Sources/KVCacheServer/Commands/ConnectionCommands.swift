@@ -176,7 +176,8 @@ private func clientKill(_ ctx: CommandContext) throws {
         return
     }
     guard ctx.args.count >= 4, ctx.args.count % 2 == 0 else { throw ReplyError.syntax }
-    var id: Int64?, address: String?, local: String?, skipMe = true, matchesType = true, matchesUser = true
+    var id: Int64?, address: String?, local: String?, skipMe = true, matchesUser = true
+    var type: String?
     for i in stride(from: 2, to: ctx.args.count, by: 2) {
         let value = ctx.text(i + 1)
         switch ctx.option(i) {
@@ -189,8 +190,7 @@ private func clientKill(_ ctx: CommandContext) throws {
         case "laddr": local = value
         case "type":
             switch value.lowercased() {
-            case "normal": matchesType = true
-            case "master", "slave", "replica", "pubsub": matchesType = false
+            case "normal", "master", "slave", "replica", "pubsub": type = value.lowercased()
             default: throw ReplyError("ERR Unknown client type '\(value)'")
             }
         case "user": matchesUser = value == "default"
@@ -204,8 +204,13 @@ private func clientKill(_ ctx: CommandContext) throws {
             throw ReplyError.syntax
         }
     }
+    // Redis's client types: a subscribed client is "pubsub", the others "normal".
+    func matchesType(_ c: Connection) -> Bool {
+        guard let type else { return true }
+        return type == (c.subscriptions.active ? "pubsub" : "normal")
+    }
     let victims = ctx.server.allConnections.filter { c in
-        matchesType && matchesUser && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
+        matchesType(c) && matchesUser && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
             && (local.map { c.local == $0 } ?? true) && !(skipMe && c === me)
     }
     me.replyInteger(victims.count)

@@ -180,17 +180,37 @@ extension Server {
             case .shard: targets = client.subscriptions.shardChannels.names
             }
         }
-        for name in targets {
-            let removed: Bool
-            switch kind {
-            case .channel: removed = client.subscriptions.channels.remove(name)
-            case .pattern: removed = client.subscriptions.patterns.remove(name)
-            case .shard: removed = client.subscriptions.shardChannels.remove(name)
+        if names == nil {
+            // From all: each name leaves the server's table, the client's set empties at once.
+            let others = kind == .shard ? 0 : (kind == .channel ? client.subscriptions.patterns.count
+                                                                 : client.subscriptions.channels.count)
+            for (i, name) in targets.enumerated() {
+                pubsub.remove(client, from: name, kind)
+                if notify {
+                    let count = (targets.count - i - 1) + others
+                    client.push(PubSubFrame.confirmation(kind.unsubscribeWord, name, count: count,
+                                                         version: client.protocolVersion))
+                }
             }
-            if removed { pubsub.remove(client, from: name, kind) }
-            if notify {
-                let count = kind == .shard ? client.subscriptions.shardChannels.count : client.subscriptions.count
-                client.push(PubSubFrame.confirmation(kind.unsubscribeWord, name, count: count, version: client.protocolVersion))
+            switch kind {
+            case .channel: client.subscriptions.channels = OrderedNames()
+            case .pattern: client.subscriptions.patterns = OrderedNames()
+            case .shard: client.subscriptions.shardChannels = OrderedNames()
+            }
+        } else {
+            for name in targets {
+                let removed: Bool
+                switch kind {
+                case .channel: removed = client.subscriptions.channels.remove(name)
+                case .pattern: removed = client.subscriptions.patterns.remove(name)
+                case .shard: removed = client.subscriptions.shardChannels.remove(name)
+                }
+                if removed { pubsub.remove(client, from: name, kind) }
+                if notify {
+                    let count = kind == .shard ? client.subscriptions.shardChannels.count : client.subscriptions.count
+                    client.push(PubSubFrame.confirmation(kind.unsubscribeWord, name, count: count,
+                                                         version: client.protocolVersion))
+                }
             }
         }
         if notify && targets.isEmpty {
