@@ -62,7 +62,7 @@ def start(kind, binary, port, directory, limits):
     else:
         argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", os.path.join(directory, "data"),
                 "--maxclients", "10000"]
-    argv += ["--client-output-buffer-limit", limits]
+    argv += ["--client-output-buffer-limit"] + limits.split()
     proc = subprocess.Popen(taskset + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20
     while time.time() < deadline:

@@ -11,7 +11,7 @@ import SQLiteKVCache
 let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
-            subcommands: ["digest", "digest-value", "loadaof", "protocol", "reload", "set-active-expire", "sleep", "writer"]),
+            subcommands: ["digest", "digest-value", "loadaof", "pause-cron", "protocol", "reload", "set-active-expire", "sleep", "writer"]),
 ]
 
 private func debug(_ ctx: CommandContext) throws {
@@ -25,6 +25,10 @@ private func debug(_ ctx: CommandContext) throws {
     case "set-active-expire":
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.activeExpire = flag != 0
+        ctx.connection.replyOK()
+    case "pause-cron":
+        guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
+        ctx.server.cronPaused = flag != 0
         ctx.connection.replyOK()
     case "sleep":
         guard ctx.args.count == 3, let seconds = Double(ctx.text(2)), seconds >= 0 else { throw ReplyError.syntax }

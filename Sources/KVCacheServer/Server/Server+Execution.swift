@@ -161,6 +161,8 @@ extension Server {
             reject(connection, .loading, command: command)
             return
         }
+        // Client-side caching's table stays within tracking-table-max-keys (Redis's processCommand).
+        if trackingActive { trackingLimitKeys() }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args.copies)
             connection.replySimple("QUEUED")

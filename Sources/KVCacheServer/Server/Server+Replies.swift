@@ -25,7 +25,6 @@ extension Server {
     func sendQueuedReplies() {
         if !pubsub.doomed.isEmpty { closeDoomedSubscribers() }
         if !tracking.broadcastKeys.isEmpty { trackingBroadcast() }
-        if !tracking.table.isEmpty { trackingLimitKeys() }
         let synced = persistence.syncedLSN
         for connection in clientsWithReplies {
             connection.queuedForReplies = false

@@ -95,6 +95,8 @@ public final class Server {
 
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
+    /// DEBUG PAUSE-CRON: the cron's work is skipped while set.
+    var cronPaused = false
     static let sweepBatch = 32
     /// Entries one step of background eviction removes at most.
     static let evictionBatch = 256
@@ -246,7 +248,7 @@ public final class Server {
             persistence.beforeReplies()
             sendQueuedReplies()
             let now = Self.nowMilliseconds()
-            if now - lastCron >= 100 {
+            if now - lastCron >= 100 && !cronPaused {
                 lastCron = now
                 cron(now: now)
             }
