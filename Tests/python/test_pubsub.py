@@ -447,3 +447,24 @@ def test_client_kill_type_pubsub(server, c):
     send(plain, "PING")
     expect(plain, b"+PONG\r\n")
     plain.close()
+
+
+def test_client_reply_off_skip_on(server):
+    s = raw_socket(server)
+    send(s, "CLIENT", "REPLY", "OFF")
+    send(s, "PING", "pong")
+    send(s, "CLIENT", "REPLY", "ON")
+    expect(s, b"+OK\r\n")
+    send(s, "CLIENT", "REPLY", "SKIP")
+    send(s, "PING", "skipped")
+    send(s, "PING", "pong2")
+    expect(s, b"$5\r\npong2\r\n")
+    # ON right after SKIP answers, and stops the skip (Redis clears both flags).
+    send(s, "CLIENT", "REPLY", "SKIP")
+    send(s, "CLIENT", "REPLY", "ON")
+    expect(s, b"+OK\r\n")
+    send(s, "PING")
+    expect(s, b"+PONG\r\n")
+    send(s, "CLIENT", "REPLY", "MAYBE")
+    expect(s, b"-ERR syntax error\r\n")
+    s.close()

@@ -133,6 +133,7 @@ private func client(_ ctx: CommandContext) throws {
         case "on":
             c.replyOff = false
             c.replySkipNext = false
+            c.replySkipping = false
             c.replyOK()
         case "off": c.replyOff = true
         case "skip": if !c.replyOff { c.replySkipNext = true }

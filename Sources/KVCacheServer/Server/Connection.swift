@@ -34,6 +34,8 @@ final class Connection {
     /// CLIENT REPLY OFF, and SKIP (the next command's reply is dropped).
     var replyOff = false
     var replySkipNext = false
+    /// The running command's reply is being skipped (CLIENT REPLY ON stops it).
+    var replySkipping = false
     /// Nesting of commands whose replies are being dropped; pushes made
     /// meanwhile wait in `heldPushes` and are kept.
     var silenced = 0

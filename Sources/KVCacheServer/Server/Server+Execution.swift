@@ -115,15 +115,16 @@ extension Server {
             return executeCommand(args, for: connection)
         }
         // CLIENT REPLY OFF or SKIP: the reply is dropped, pushes are kept.
-        let skipped = connection.replySkipNext
+        connection.replySkipping = connection.replySkipNext
         connection.replySkipNext = false
         let mark = connection.output.count
         connection.silenced += 1
         executeCommand(args, for: connection)
         connection.silenced -= 1
-        if skipped || connection.replyOff {
+        if connection.replySkipping || connection.replyOff {
             connection.output.removeSubrange(mark...)
         }
+        connection.replySkipping = false
         connection.output.append(contentsOf: connection.heldPushes)
         connection.heldPushes.removeAll()
     }
