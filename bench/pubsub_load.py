@@ -10,7 +10,12 @@ of the slow subscribers were disconnected and how many readers survived,
 and the probe's GET p50/p99. Both servers run with the same limits.
 
     python3 bench/pubsub_load.py [--subscribers 1000] [--slow 0.1] [--seconds 10]
-        [--payload 64] [--hard 4mb] [--soft 1mb] [--binary PATH] [--json FILE]
+        [--payload 64] [--hard 4mb] [--soft 1mb] [--soft-seconds 60] [--rate N]
+        [--binary PATH] [--json FILE]
+
+With --rate both servers get the same load, so memory and latency compare;
+at full speed (the default) the Python load generator is the bottleneck,
+and the faster server simply gets more messages queued.
 """
 import argparse
 import json
@@ -80,13 +85,19 @@ def start(kind, binary, port, directory, limits):
 def run_one(kind, args):
     directory = tempfile.mkdtemp(prefix=f"pubsub-load-{kind}-")
     port = free_port()
-    proc = start(kind, args.binary, port, directory, f"pubsub {args.hard} {args.soft} 60")
+    proc = start(kind, args.binary, port, directory, f"pubsub {args.hard} {args.soft} {args.soft_seconds}")
     try:
         subscribe = encode("SUBSCRIBE", "firehose")
         slow_count = int(args.subscribers * args.slow)
         slow, readers = [], []
         for i in range(args.subscribers):
-            s = connect(port)
+            if i < slow_count:
+                # A small receive window, so the server, not the kernel, holds what it does not read.
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect(("127.0.0.1", port))
+            else:
+                s = connect(port)
             s.sendall(subscribe)
             (slow if i < slow_count else readers).append(s)
         control = connect(port)
@@ -118,7 +129,11 @@ def run_one(kind, args):
         def publisher():
             s = connect(port)
             batch = encode("PUBLISH", "firehose", "m" * args.payload) * args.pipeline
+            began = time.time()
             while not stop.is_set():
+                if args.rate and published[0] > args.rate * (time.time() - began):
+                    time.sleep(0.002)
+                    continue
                 s.sendall(batch)
                 got = 0
                 buf = b""
@@ -192,6 +207,8 @@ def main():
     p.add_argument("--pipeline", type=int, default=32)
     p.add_argument("--hard", default="4mb")
     p.add_argument("--soft", default="1mb")
+    p.add_argument("--soft-seconds", type=int, default=60)
+    p.add_argument("--rate", type=int, default=0, help="publishes per second over all publishers (0: full speed)")
     p.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "kvcache-server"))
     p.add_argument("--json")
     args = p.parse_args()

@@ -67,6 +67,14 @@ extension Server {
                 connection.outputSent += n
                 stats.netOutputBytes += n
             case .wouldBlock:
+                // A client that never catches up (a busy subscriber) would keep
+                // what it was sent in front of what it was not: drop the sent
+                // part once it is most of the buffer, so memory follows the
+                // unsent bytes the output limits bound.
+                if connection.outputSent >= 1 << 16 && connection.outputSent * 2 >= connection.output.count {
+                    connection.output.removeFirst(connection.outputSent)
+                    connection.outputSent = 0
+                }
                 if connection.unwatched {
                     connection.unwatched = false
                     try? epoll.add(connection.fd, token: connection.token, interest: [.readable, .writable])
