@@ -22,13 +22,20 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLinux"),
+        // Lua 5.1 with Debian's cjson and bit libraries, for scripting.
+        .systemLibrary(name: "CLua", pkgConfig: "lua5.1",
+                       providers: [.apt(["liblua5.1-0-dev", "lua-cjson-dev", "lua-bitop-dev"])]),
+        // The Lua side of scripting, in C: a Lua error is a longjmp and must
+        // never cross a Swift frame (and Redis's cmsgpack and struct libraries).
+        .target(name: "CLuaScripting", dependencies: ["CLua", "CCrypto"],
+                linkerSettings: [.linkedLibrary("lua5.1-cjson"), .linkedLibrary("lua5.1-bitop"), .linkedLibrary("crypto")]),
 
         // Storage: the embeddable engine. Knows nothing of the protocol or the server.
         .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto"], swiftSettings: releaseSettings),
         // Protocol: RESP parsing and encoding, no I/O.
         .target(name: "RESP", swiftSettings: releaseSettings),
         // Server: event loop, connections, command table, config, INFO.
-        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto", "CSSL"],
+        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto", "CSSL", "CLuaScripting"],
                 swiftSettings: releaseSettings),
         .executableTarget(name: "kvcache-server", dependencies: ["KVCacheServer"]),
         // The engine benchmark (bench/engine/run.py compares it with a C ceiling).

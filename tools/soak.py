@@ -289,7 +289,8 @@ def main(argv=None) -> int:
         monitor = redis.Redis(host=HOST, port=port, socket_timeout=30)
 
         def total_keys() -> int:
-            info = monitor.info("keyspace")
+            # INFO caches: every cache, named ones too (INFO keyspace has the numbered ones).
+            info = monitor.info("caches")
             return sum(v.get("keys", 0) for v in info.values() if isinstance(v, dict))
 
         cpu_last = [time.time(), cpu_seconds(proc.pid)]

@@ -1,6 +1,6 @@
 #!/bin/sh
-# A redis-cli session against kvcache-server: strings, expiry, a named cache
-# and INFO keyspace. Each command is echoed, then its reply as redis-cli
+# A redis-cli session against kvcache-server: strings, expiry, a named cache,
+# INFO keyspace and INFO caches. Each command is echoed, then its reply as redis-cli
 # prints it when its output is not a terminal.
 #
 #   Clients/examples/redis-cli-session.sh [port]     # or PORT=7777 ...; default 6379
@@ -39,5 +39,7 @@ printf 'SELECT sessions\nSET user:1 bob EX 60\nGET user:1\nDBSIZE\n' | redis-cli
 # The caches are apart: db0 does not see user:1.
 cli EXISTS user:1
 
-# INFO keyspace: one line per cache, Redis's three fields and the cache's own.
+# INFO keyspace: Redis's lines, for the numbered caches (db0 here).
 cli INFO keyspace
+# INFO caches: every cache, numbered and named, with this server's figures.
+cli INFO caches

@@ -5,12 +5,25 @@ func asciiLower(_ byte: UInt8) -> UInt8 {
     byte >= 65 && byte <= 90 ? byte + 32 : byte
 }
 
-/// What INFO commandstats reports for one command.
+/// What INFO commandstats and latencystats report for one command (or
+/// one subcommand of a container command).
 final class CommandStats: @unchecked Sendable {
     var calls = 0
     var microseconds = 0
     var rejected = 0
     var failed = 0
+    /// Every call's duration, while `latency-tracking` is on.
+    var histogram = LatencyHistogram()
+
+    var isEmpty: Bool { calls == 0 && rejected == 0 && failed == 0 }
+
+    func reset() {
+        calls = 0
+        microseconds = 0
+        rejected = 0
+        failed = 0
+        histogram.reset()
+    }
 }
 
 /// One command's description, as `COMMAND INFO` reports it, and its handler.
@@ -32,6 +45,18 @@ final class Command: Sendable {
     let subcommands: [String]
     /// Counters, shared by every name the command answers to.
     let stats = CommandStats()
+    /// Counters of each subcommand (and HELP) of one of Redis's container
+    /// commands, by lowercase name: INFO shows `cmdstat_config|get`, as
+    /// Redis 7 counts them. Empty for other commands.
+    let subcommandStats: [String: CommandStats]
+    /// Redis's `fast` flag: a slow run is LATENCY's `fast-command` event, not `command`.
+    let isFast: Bool
+
+    /// Redis 7.0's container commands: their first argument names a
+    /// subcommand with counters of its own. (This server's DEBUG lists
+    /// subcommands for COMMAND INFO, but Redis counts DEBUG as one.)
+    static let containers: Set<String> = ["acl", "client", "cluster", "command", "config", "function", "latency",
+                                          "memory", "module", "object", "pubsub", "script", "slowlog", "xgroup", "xinfo"]
 
     init(name: String, arity: Int, flags: [String], firstKey: Int, lastKey: Int, step: Int, group: String,
          summary: String, handler: @escaping Handler, subcommands: [String] = []) {
@@ -45,6 +70,22 @@ final class Command: Sendable {
         self.summary = summary
         self.handler = handler
         self.subcommands = subcommands
+        let counted = Self.containers.contains(name) ? Set(subcommands + ["help"]) : []
+        self.subcommandStats = Dictionary(uniqueKeysWithValues: counted.map { ($0, CommandStats()) })
+        self.isFast = flags.contains("fast")
+    }
+
+    /// The counters a call with these arguments counts against: its
+    /// subcommand's, or the command's own.
+    func stats(for args: Arguments) -> CommandStats {
+        guard !subcommandStats.isEmpty, args.count >= 2 else { return stats }
+        return subcommandStats[args[1].lowercasedText] ?? stats
+    }
+
+    /// Every set of counters with the name INFO shows it by (`get`,
+    /// `config|get`), the command's own first, subcommands by name.
+    var allStats: [(name: String, stats: CommandStats)] {
+        [(name, stats)] + subcommandStats.keys.sorted().map { ("\(name)|\($0)", subcommandStats[$0]!) }
     }
 
     /// MULTI, EXEC, DISCARD, WATCH, UNWATCH and QUIT run at once inside a transaction.
@@ -178,7 +219,8 @@ struct CommandTable: Sendable {
     static let standard = CommandTable(stringCommands + expiryCommands + keyspaceCommands + entryCommands
         + connectionCommands + authCommands + serverCommands + debugCommands + transactionCommands
         + observabilityCommands + bitCommands + listCommands + setCommands + hashCommands + sortedSetCommands
-        + dumpCommands + persistenceCommands + memoryCommands + pubsubCommands)
+        + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
+        + scriptingCommands + geoCommands + pubsubCommands)
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

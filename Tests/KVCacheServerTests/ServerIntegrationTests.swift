@@ -160,10 +160,11 @@ struct ServerIntegrationTests {
         #expect(try c.call("GET", "key-079") == .nilBulk)
         #expect(try c.call("GET", "key-080") == .bulk(String(repeating: "x", count: 93)))
         #expect(try c.call("GET", "key-099") != .nilBulk)
-        guard case .bulk(let info?) = try c.call("INFO", "keyspace") else { Issue.record("INFO failed"); return }
+        guard case .bulk(let info?) = try c.call("INFO", "caches") else { Issue.record("INFO failed"); return }
         let text = String(decoding: info, as: UTF8.self)
-        #expect(text.contains("small:keys=20,"))
-        #expect(text.contains("bytes=2000,capacity=2048,policy=fifo,evicted=80"))
+        #expect(text.contains("cache_small:keys=20,"))
+        #expect(text.contains("bytes=2000,capacity=2048,policy=fifo,"))
+        #expect(text.contains(",evicted=80,"))
         guard case .bulk(let stats?) = try c.call("INFO", "stats") else { Issue.record("INFO failed"); return }
         #expect(String(decoding: stats, as: UTF8.self).contains("evicted_keys:80"))
         // An entry larger than the whole cache is refused, nothing is lost.

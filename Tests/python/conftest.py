@@ -8,8 +8,9 @@ Environment (docs/testing.md):
   behaviour are marked `kvcache_only` and skipped there.
 - KVCACHE_BIN: the server binary (default .build/debug/kvcache-server).
 - KVCACHE_MODE: the persistence mode (everysec, always, no-aof).
-- KVCACHE_REQUIRE_TOOLS=1 (CI): a missing redis-server, redis-cli, nc, nutcracker or
-  redis-benchmark fails the tests that need it instead of skipping them.
+- KVCACHE_REQUIRE_TOOLS=1 (CI): a missing redis-server, redis-cli, nc, nutcracker,
+  redis-benchmark, prometheus-redis-exporter, prometheus, promtool or
+  lua5.1 fails the tests that need it instead of skipping them.
 - KVCACHE_SLOW=0 skips the tests marked `slow` (10,000 clients, crash
   cycles): CI runs them in one pass of the suite only.
 

@@ -32,7 +32,13 @@ def test_select_move_copy_swapdb_and_reset_go_through_the_map(fresh_server):
     files = set(os.listdir(s.data_dir()))
     assert {"main.sqlite", "sessions.sqlite", "far.sqlite"} <= files
     assert not {"db0.sqlite", "db5.sqlite"} & files
-    assert b" db=main " in c.command("CLIENT", "INFO")
+    # Clients see the number they selected, as in Redis (CLIENT LIST, INFO keyspace).
+    assert b" db=0 " in c.command("CLIENT", "INFO")
+    r = s.client(db=5)
+    r.set("x", "1")
+    info = r.info("keyspace")
+    assert info["db0"]["keys"] == 2 and info["db5"]["keys"] == 1 and "db70000" not in info
+    r.close()
     r = s.client(db=70000)
     assert r.get("k2") == b"in main"
     r.close()

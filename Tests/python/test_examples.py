@@ -53,8 +53,12 @@ def test_redis_cli_session(fresh_server):
         "OK\nOK\nbob\n1\n"
         "$ redis-cli EXISTS user:1\n0\n"
         "$ redis-cli INFO keyspace\n# Keyspace\r\n"
-        "db0:keys=2,expires=1,avg_ttl={n},bytes=34,capacity=0,policy=fifo,evicted=0,expired=0\r\n"
-        "sessions:keys=1,expires=1,avg_ttl={n},bytes=9,capacity=0,policy=fifo,evicted=0,expired=0\r\n",
+        "db0:keys=2,expires=1,avg_ttl={n}\r\n"
+        "$ redis-cli INFO caches\n# Caches\r\n"
+        "cache_db0:keys=2,expires=1,avg_ttl={n},bytes=34,capacity=0,policy=fifo,hits=3,misses=1,evicted=0,"
+        "expired=0,tier_entries=2,tier_bytes={n},file_bytes={n},wal_bytes={n},unapplied_bytes={n},available=1\r\n"
+        "cache_sessions:keys=1,expires=1,avg_ttl={n},bytes=9,capacity=0,policy=fifo,hits=1,misses=0,evicted=0,"
+        "expired=0,tier_entries=1,tier_bytes={n},file_bytes={n},wal_bytes={n},unapplied_bytes={n},available=1\r\n",
         out)
     assert match, out
     assert 3599 <= int(match[1]) <= 3600

@@ -58,16 +58,21 @@ def info_section(c, section):
     return fields
 
 
-def keyspace(c, cache="db0"):
-    """The INFO keyspace line of `cache` as a dict (ints where numeric), or None."""
-    line = info_section(c, "keyspace").get(cache)
+# The figures of an INFO caches line the tests below compare whole.
+FIGURES = ("keys", "expires", "avg_ttl", "bytes", "capacity", "policy", "evicted", "expired")
+
+
+def cache_info(c, cache="db0", whole=False):
+    """The INFO caches line of `cache` as a dict (ints where numeric), or None;
+    only FIGURES unless `whole`."""
+    line = info_section(c, "caches").get("cache_" + cache)
     if line is None:
         return None
     out = {}
     for item in line.split(","):
         name, _, value = item.partition("=")
         out[name] = int(value) if value.lstrip("-").isdigit() else value
-    return out
+    return out if whole else {name: out[name] for name in FIGURES}
 
 
 def stat(c, name):
@@ -106,13 +111,13 @@ def test_fifo_evicts_oldest_writes_first(fresh_server):
     s = fresh_server(config_text="cache db0 2kb fifo\n")
     c = s.raw()
     fill(c, range(FIT))
-    assert keyspace(c) == {"keys": FIT, "expires": 0, "avg_ttl": 0, "bytes": FIT * ENTRY, "capacity": CAPACITY,
+    assert cache_info(c) == {"keys": FIT, "expires": 0, "avg_ttl": 0, "bytes": FIT * ENTRY, "capacity": CAPACITY,
                            "policy": "fifo", "evicted": 0, "expired": 0}
     # Reading does not matter to fifo; rewriting a key makes it new.
     assert c.command("GET", key(0)) == VALUE.encode()
     assert c.command("SET", key(1), VALUE) == "OK"
     fill(c, range(FIT, FIT + 5))                           # 5 more: 5 evictions
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert ks["bytes"] <= CAPACITY
     assert ks == {"keys": FIT, "expires": 0, "avg_ttl": 0, "bytes": FIT * ENTRY, "capacity": CAPACITY,
                   "policy": "fifo", "evicted": 5, "expired": 0}
@@ -127,7 +132,7 @@ def test_lru_evicts_least_recently_used_first(fresh_server):
     for i in (0, 1, 2):
         assert c.command("GET", key(i)) == VALUE.encode()
     fill(c, range(FIT, FIT + 5))
-    ks = keyspace(c, "lrucache")
+    ks = cache_info(c, "lrucache")
     assert ks["bytes"] <= CAPACITY
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"], ks["evicted"]) == (FIT, FIT * ENTRY, CAPACITY, "lru", 5)
     # k03..k07 were the least recently used; the keys read survive.
@@ -140,7 +145,7 @@ def test_lru_from_redis_policy_name_and_default_capacity(fresh_server):
     fill(c, range(FIT))
     assert c.command("GET", key(0)) == VALUE.encode()
     fill(c, range(FIT, FIT + 2))
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"], ks["evicted"]) == (FIT, FIT * ENTRY, CAPACITY, "lru", 2)
     assert present(c, range(FIT + 2)) == [0] + list(range(3, FIT + 2))
 
@@ -153,9 +158,9 @@ def test_volatile_ttl_evicts_soonest_expiry_first_then_oldest(fresh_server):
     assert c.command("SET", key(6), VALUE, "EX", "500") == "OK"
     assert c.command("SET", key(7), VALUE, "EX", "2000") == "OK"
     fill(c, range(8, FIT))
-    assert keyspace(c, "ttlcache")["expires"] == 3
+    assert cache_info(c, "ttlcache")["expires"] == 3
     fill(c, range(FIT, FIT + 4))
-    ks = keyspace(c, "ttlcache")
+    ks = cache_info(c, "ttlcache")
     assert ks["bytes"] <= CAPACITY
     assert (ks["keys"], ks["expires"], ks["bytes"], ks["policy"], ks["evicted"]) == (FIT, 0, FIT * ENTRY, "volatile-ttl", 4)
     # k06 (500 s), k05 (1000 s), k07 (2000 s), then the oldest without expiry, k00.
@@ -175,7 +180,7 @@ def test_noeviction_refuses_writes_past_capacity(fresh_server):
     assert c.command("SET", "x", "y" * room) == "OK"
     assert c.command("SET", "z", "") == OOM
     assert c.command("APPEND", "x", "y") == OOM
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"], ks["evicted"]) == (FIT + 1, CAPACITY, CAPACITY, "noeviction", 0)
     assert present(c, range(FIT + 1)) == list(range(FIT))
     assert c.command("GET", key(0)) == b"w" * 100
@@ -194,7 +199,7 @@ def test_entry_larger_than_capacity_is_refused(fresh_server, policy):
     assert c.command("KVCACHE.PUT", "big", "*", "m" * 2000, "x" * 100) == too_large(2103)
     assert c.command("EXISTS", "big") == 0
     assert c.command("GET", "small") == b"v"
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"], ks["evicted"]) == (1, 6, CAPACITY, policy, 0)
 
 
@@ -206,7 +211,7 @@ def test_policy_given_as_redis_names(fresh_server):
                                     ("c", CAPACITY, "noeviction"), ("d", 1024, "noeviction")]:
         assert conn.command("SELECT", cache) == "OK"
         assert conn.command("SET", "k", "v") == "OK"
-        ks = keyspace(conn, cache)
+        ks = cache_info(conn, cache)
         assert (ks["capacity"], ks["policy"]) == (capacity, policy), cache
     assert conn.command("CONFIG", "GET", "cache") == [b"cache", b"a 2048 lru b 2048 volatile-ttl c 2048 noeviction"]
     assert conn.command("CONFIG", "GET", "default-capacity") == [b"default-capacity", b"1024"]
@@ -221,12 +226,12 @@ def test_config_set_cache_takes_effect_and_shrinks(fresh_server):
     s = fresh_server()
     c = s.raw()
     fill(c, range(30))
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"]) == (30, 30 * ENTRY, 0, "fifo")
     assert c.command("CONFIG", "GET", "cache") == [b"cache", b""]
 
     assert c.command("CONFIG", "SET", "cache", "db0 2kb fifo") == "OK"
-    ks = poll(lambda: (lambda k: k if k["bytes"] <= CAPACITY else None)(keyspace(c)))
+    ks = poll(lambda: (lambda k: k if k["bytes"] <= CAPACITY else None)(cache_info(c)))
     assert ks == {"keys": FIT, "expires": 0, "avg_ttl": 0, "bytes": FIT * ENTRY, "capacity": CAPACITY,
                   "policy": "fifo", "evicted": 30 - FIT, "expired": 0}
     assert present(c, range(30)) == list(range(30 - FIT, 30))
@@ -234,14 +239,14 @@ def test_config_set_cache_takes_effect_and_shrinks(fresh_server):
 
     # Without a policy the cache follows eviction-policy; a second cache adds a line.
     assert c.command("CONFIG", "SET", "cache", "db0 1kb") == "OK"
-    ks = poll(lambda: (lambda k: k if k["bytes"] <= 1024 else None)(keyspace(c)))
+    ks = poll(lambda: (lambda k: k if k["bytes"] <= 1024 else None)(cache_info(c)))
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"], ks["evicted"]) == (9, 9 * ENTRY, 1024, "fifo", 30 - 9)
     assert present(c, range(30)) == list(range(21, 30))
     assert c.command("CONFIG", "SET", "cache", "sessions 1mb lru") == "OK"
     assert c.command("CONFIG", "GET", "cache") == [b"cache", b"db0 1024 sessions 1048576 lru"]
     assert c.command("SELECT", "sessions") == "OK"
     assert c.command("SET", "k", "v") == "OK"
-    ks = keyspace(c, "sessions")
+    ks = cache_info(c, "sessions")
     assert (ks["capacity"], ks["policy"]) == (1048576, "lru")
 
     # Writes are evicted against the new capacity at once.
@@ -269,7 +274,7 @@ def test_config_set_default_capacity_and_eviction_policy(fresh_server):
     fill(c, range(15))
     assert c.command("CONFIG", "SET", "default-capacity", "1kb") == "OK"
     assert c.command("CONFIG", "GET", "default-capacity") == [b"default-capacity", b"1024"]
-    ks = poll(lambda: (lambda k: k if k["bytes"] <= 1024 else None)(keyspace(c)))
+    ks = poll(lambda: (lambda k: k if k["bytes"] <= 1024 else None)(cache_info(c)))
     assert (ks["keys"], ks["bytes"], ks["capacity"], ks["policy"], ks["evicted"]) == (9, 9 * ENTRY, 1024, "fifo", 6)
     assert present(c, range(15)) == list(range(6, 15))
 
@@ -277,7 +282,7 @@ def test_config_set_default_capacity_and_eviction_policy(fresh_server):
     assert c.command("CONFIG", "SET", "eviction-policy", "allkeys-lru") == "OK"
     assert c.command("CONFIG", "GET", "eviction-policy") == [b"eviction-policy", b"lru"]
     assert c.command("CONFIG", "GET", "maxmemory-policy") == [b"maxmemory-policy", b"lru"]
-    assert keyspace(c)["policy"] == "lru"
+    assert cache_info(c)["policy"] == "lru"
     assert c.command("GET", key(6)) == VALUE.encode()
     fill(c, [15])
     assert present(c, range(16)) == [6] + list(range(8, 16))
@@ -290,7 +295,7 @@ def test_config_set_default_capacity_and_eviction_policy(fresh_server):
     # A cache opened later gets the defaults in force.
     assert c.command("SELECT", "other") == "OK"
     assert c.command("SET", "k", "v") == "OK"
-    ks = keyspace(c, "other")
+    ks = cache_info(c, "other")
     assert (ks["capacity"], ks["policy"]) == (1024, "noeviction")
 
     assert c.command("CONFIG", "SET", "eviction-policy", "bogus") == (
@@ -329,13 +334,13 @@ def test_info_counts_expired_and_evicted_keys_and_reports_ttls(fresh_server):
     assert c.command("SET", "a", "v", "EX", "100") == "OK"
     assert c.command("SET", "b", "v", "EX", "200") == "OK"
     assert c.command("SET", "c", "v") == "OK"
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["expires"], ks["bytes"]) == (3, 2, 6)
     assert 148000 <= ks["avg_ttl"] <= 150000, ks
 
     assert c.command("SET", "gone", "v", "PX", "50") == "OK"
     assert poll(lambda: stat(c, "expired_keys") == 1)
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["expires"], ks["expired"]) == (3, 2, 1)
     assert c.command("GET", "gone") is None
 
@@ -343,7 +348,7 @@ def test_info_counts_expired_and_evicted_keys_and_reports_ttls(fresh_server):
     fill(c, range(FIT + 1))
     assert stat(c, "evicted_keys") == 4
     assert stat(c, "expired_keys") == 1
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["expires"], ks["avg_ttl"], ks["bytes"], ks["evicted"]) == (FIT, 0, 0, FIT * ENTRY, 4)
 
 
@@ -469,7 +474,7 @@ def test_kvcache_metadata_counts_and_fifo_follows_storage_date(fresh_server):
     s = fresh_server(config_text="cache db0 2kb fifo\n")
     c = s.raw()
     assert c.command("KVCACHE.PUT", "m", "1000", "x" * 50, "y" * 100) == "OK"
-    assert keyspace(c)["bytes"] == 151
+    assert cache_info(c)["bytes"] == 151
     # The value alone would fit; with its metadata the entry does not.
     assert c.command("KVCACHE.PUT", "big", "*", "x" * 2000, "y" * 100) == too_large(2103)
     assert c.command("DEL", "m") == 1
@@ -477,7 +482,7 @@ def test_kvcache_metadata_counts_and_fifo_follows_storage_date(fresh_server):
     fill(c, range(FIT - 1))
     # Written last, but stamped 1970: the oldest entry, so the first to go.
     assert c.command("KVCACHE.PUT", "old_", "1000", "", VALUE) == "OK"
-    assert keyspace(c)["bytes"] == FIT * ENTRY
+    assert cache_info(c)["bytes"] == FIT * ENTRY
     fill(c, [FIT])
     assert c.command("KVCACHE.GET", "old_") is None
     assert present(c, range(FIT + 1)) == list(range(FIT - 1)) + [FIT]
@@ -485,13 +490,13 @@ def test_kvcache_metadata_counts_and_fifo_follows_storage_date(fresh_server):
     assert c.command("DEL", key(0), key(1)) == 2
     assert c.command("KVCACHE.PUT", "b", "3000", "", "x" * 103) == "OK"    # 104 bytes
     assert c.command("KVCACHE.PUT", "a", "2000", "", "x" * 103) == "OK"
-    assert keyspace(c)["bytes"] == FIT * ENTRY
+    assert cache_info(c)["bytes"] == FIT * ENTRY
     fill(c, [20])
     assert (c.command("EXISTS", "a"), c.command("EXISTS", "b")) == (0, 1)
     fill(c, [21])
     assert (c.command("EXISTS", "a"), c.command("EXISTS", "b")) == (0, 0)
     assert present(c, range(22)) == list(range(2, FIT - 1)) + [FIT, 20, 21]
-    ks = keyspace(c)
+    ks = cache_info(c)
     assert (ks["keys"], ks["bytes"], ks["evicted"]) == (FIT, FIT * ENTRY, 3)
 
 
@@ -585,7 +590,7 @@ def test_swapdb_swaps_contents_files_stay_named(fresh_server):
     assert c0.command("GET", "shared") == b"from1"
     assert c0.command("EXISTS", "a") == 0
     assert (c0.command("DBSIZE"), c1.command("DBSIZE")) == (2, 2)
-    assert (keyspace(c0, "db0")["expires"], keyspace(c0, "db1")["expires"]) == (0, 1)
+    assert (cache_info(c0, "db0")["expires"], cache_info(c0, "db1")["expires"]) == (0, 1)
     assert sqlite_files(s) == ["db0.sqlite", "db1.sqlite"]
     assert not [f for f in os.listdir(s.data_dir()) if f.startswith(".swap")]
     # Writes after the swap land in the swapped files.
@@ -655,7 +660,7 @@ def test_unavailable_cache_answers_errors_others_serve(fresh_server):
         assert isinstance(reply, tuple) and reply[1].startswith("ERR cache unavailable:"), (command, reply)
     assert c.command("SET", "k", "v") == "OK"
     assert c.command("GET", "k") == b"v"
-    assert keyspace(c)["keys"] == 1
+    assert cache_info(c)["keys"] == 1
     # Writing into it from elsewhere fails the same way and loses nothing.
     for command in (("MOVE", "k", "broken"), ("COPY", "k", "k", "DB", "broken")):
         reply = c.command(*command)
@@ -681,7 +686,7 @@ def test_cache_names_are_case_insensitive(fresh_server):
     assert b.command("SELECT", "SESSIONS") == "OK"
     assert b.command("DBSIZE") == 1
     assert sqlite_files(s) == ["db0.sqlite", "sessions.sqlite"]
-    assert keyspace(b, "sessions")["keys"] == 1
+    assert cache_info(b, "sessions")["keys"] == 1
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b", "n" * 65, ".", "..", "", "a b", "caf\u00e9"])
@@ -735,7 +740,7 @@ def test_cache_line_names_are_case_insensitive(fresh_server):
     s = fresh_server(config_text="cache Sessions 2kb lru\n")
     c = raw_in(s, "sessions")
     assert c.command("SET", "k", "v") == "OK"
-    ks = keyspace(c, "sessions")
+    ks = cache_info(c, "sessions")
     assert (ks["capacity"], ks["policy"]) == (CAPACITY, "lru")
     assert c.command("CONFIG", "GET", "cache") == [b"cache", b"sessions 2048 lru"]
 
@@ -761,7 +766,7 @@ def test_swapdb_after_pipelined_write_and_expiry_moves_along(fresh_server):
     assert c1.command("GET", "x") == b"1"
     assert c1.command("EXISTS", "y") == 0
     assert c0.command("GET", "y") == b"2"
-    assert keyspace(c1, "db1")["expires"] == 1
+    assert cache_info(c1, "db1")["expires"] == 1
     # The swapped-in key with a TTL is still swept when it expires.
     assert poll(lambda: c1.command("DBSIZE") == 1, timeout=2)
     assert c1.command("KEYS", "*") == [b"x"]
@@ -772,7 +777,7 @@ def test_swapdb_after_pipelined_write_and_expiry_moves_along(fresh_server):
 
 
 def within_capacity(c, cache="db0"):
-    ks = keyspace(c, cache)
+    ks = cache_info(c, cache)
     return ks if ks["bytes"] <= ks["capacity"] else None
 
 

@@ -1,6 +1,11 @@
 """SLOWLOG, MONITOR, OBJECT, CLIENT LIST/KILL and INFO as
 Redis 7 shows them (these run against redis-server too)."""
+import os
+import time
+
 import pytest
+
+from conftest import REDIS
 
 
 @pytest.fixture
@@ -139,3 +144,141 @@ def test_info_fields_for_dashboards(c):
                  "connected_slaves", "master_repl_offset", "maxmemory", "mem_fragmentation_ratio"]:
         assert name in fields, name
     assert fields["role"] == "master"
+
+
+# --- INFO keyspace (Redis's lines) and INFO caches (this server's figures) ------------
+
+def test_info_keyspace_is_redis_lines_by_index(server, c):
+    # db10 after db3, as Redis orders them (by index, not by name).
+    for db, args in ((0, ("SET", "a", "1")), (3, ("SET", "b", "2", "EX", "100")), (10, ("SET", "c", "3"))):
+        assert c.command("SELECT", str(db)) == "OK"
+        assert c.command(*args) == "OK"
+    text, fields = info(c, "keyspace")
+    assert text.startswith("# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0\r\ndb3:keys=1,expires=1,avg_ttl=")
+    assert list(fields) == ["db0", "db3", "db10"]
+    assert fields["db10"] == "keys=1,expires=0,avg_ttl=0"
+    # Redis estimates avg_ttl by sampling in its expiry cycle (0 until it
+    # has); here it is the exact mean.
+    assert (0 if REDIS else 90_000) <= int(fields["db3"].split("avg_ttl=")[1]) <= 100_000
+
+
+def test_info_keyspace_leaves_out_empty_databases(c):
+    assert c.command("SELECT", "5") == "OK"
+    assert c.command("SET", "k", "v") == "OK"
+    assert c.command("DEL", "k") == 1
+    assert c.command("INFO", "keyspace") == b"# Keyspace\r\n"
+
+
+@pytest.mark.kvcache_only
+def test_info_keyspace_shows_numbered_caches_only(server, c):
+    # Named caches, and db16 (a name when there are 16 databases), stay out
+    # of Redis's section: the exporter reads any field starting with "db"
+    # as a numbered database.
+    for cache in ("sessions", "db16", "0"):
+        assert c.command("SELECT", cache) == "OK"
+        assert c.command("SET", "k", "v") == "OK"
+    text, _ = info(c, "keyspace")
+    assert text == "# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0\r\n"
+    _, caches = info(c, "caches")
+    assert ["cache_db0", "cache_db16", "cache_sessions"] == [n for n in caches if n in
+                                                               ("cache_db0", "cache_db16", "cache_sessions")]
+
+
+@pytest.mark.kvcache_only
+def test_no_info_field_outside_keyspace_starts_with_db(server, c):
+    for cache in ("sessions", "dbx", "db16", "3"):
+        assert c.command("SELECT", cache) == "OK"
+        assert c.command("SET", "k", "v", "EX", "100") == "OK"
+    text = c.command("INFO", "everything").decode()
+    section = None
+    for line in text.split("\r\n"):
+        if line.startswith("# "):
+            section = line[2:]
+        elif line.startswith("db"):
+            assert section == "Keyspace", line
+            name, _, value = line.partition(":")
+            assert name in ("db0", "db3") and value.startswith("keys=1,expires=1,avg_ttl=")
+            assert value.count(",") == 2, line
+
+
+CACHE_FIELDS = ["keys", "expires", "avg_ttl", "bytes", "capacity", "policy", "hits", "misses", "evicted", "expired",
+                "tier_entries", "tier_bytes", "file_bytes", "wal_bytes", "unapplied_bytes", "available"]
+
+
+def cache_line(c, name):
+    _, fields = info(c, "caches")
+    line = fields.get("cache_" + name)
+    if line is None:
+        return None
+    pairs = [item.partition("=") for item in line.split(",")]
+    return {k: (int(v) if v.isdigit() else v) for k, _, v in pairs}
+
+
+@pytest.mark.kvcache_only
+def test_info_caches_has_every_cache_numbered_first(server, c):
+    for cache in ("zeta", "12", "alpha", "db16", "2"):
+        assert c.command("SELECT", cache) == "OK"
+    text, fields = info(c, "caches")
+    assert text.startswith("# Caches\r\n")
+    # db16 is a name when there are 16 databases: among the named caches.
+    wanted = ["cache_db0", "cache_db2", "cache_db12", "cache_alpha", "cache_db16", "cache_zeta"]
+    assert [n for n in fields if n in wanted] == wanted
+    line = cache_line(c, "alpha")
+    assert list(line) == CACHE_FIELDS
+    assert line["keys"] == 0 and line["available"] == 1 and line["policy"] == "fifo"
+    # In INFO, INFO all and INFO everything, after Keyspace.
+    for args in ((), ("all",), ("everything",), ("default",)):
+        text = c.command("INFO", *args).decode()
+        assert "\r\n# Keyspace\r\n" in text and "\r\n# Caches\r\n" in text, args
+        assert text.index("# Keyspace") < text.index("# Caches")
+
+
+@pytest.mark.kvcache_only
+def test_info_caches_counts_move(fresh_server):
+    s = fresh_server(config_text="cache small 1kb\n", args=["--enable-debug-command", "yes"])
+    c = s.raw()
+    assert c.command("SELECT", "small") == "OK"
+    for i in range(20):
+        assert c.command("SET", "k%02d" % i, "v" * 98) == "OK"       # 101 bytes each: 10 fit
+    assert c.command("SET", "t", "x", "PX", "1") == "OK"
+    assert c.command("GET", "k19") == b"v" * 98
+    assert c.command("GET", "k00") is None                             # evicted: a miss
+    time.sleep(0.3)
+    line = cache_line(c, "small")
+    assert line["capacity"] == 1024 and line["bytes"] <= 1024
+    assert (line["hits"], line["misses"]) == (1, 1)
+    assert line["evicted"] >= 10 and line["expired"] == 1
+    assert line["keys"] == c.command("DBSIZE")
+    assert c.command("SAVE") == "OK"
+    line = cache_line(c, "small")
+    assert line["file_bytes"] > 0 and line["unapplied_bytes"] == 0
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    assert c.command("SET", "late", "1") == "OK"
+    time.sleep(1.2)                                                     # past a seal
+    assert cache_line(c, "small")["unapplied_bytes"] > 0
+    assert c.command("DEBUG", "WRITER", "RESUME") == "OK"
+
+
+@pytest.mark.kvcache_only
+def test_info_caches_shows_an_unavailable_cache(fresh_server):
+    s = fresh_server(start=False)
+    os.makedirs(os.path.join(s.data_dir(), "broken.sqlite"))
+    s.start()
+    c = s.raw()
+    assert cache_line(c, "broken") == {"available": 0}
+
+
+@pytest.mark.kvcache_only
+def test_info_counts_every_cache_with_a_file_after_a_restart(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    for cache, n in (("4", 3), ("sessions", 2)):
+        assert c.command("SELECT", cache) == "OK"
+        for i in range(n):
+            assert c.command("SET", "k%d" % i, "v", "EX", "1000") == "OK"
+    c.close()
+    s.restart()
+    c = s.raw()                                                         # never selects them
+    _, fields = info(c, "keyspace")
+    assert fields["db4"].startswith("keys=3,expires=3,avg_ttl=")
+    assert cache_line(c, "sessions")["keys"] == 2

@@ -2,7 +2,7 @@
 /// arguments, viewed in the client's read buffer (valid while the handler
 /// runs: see `Arguments`).
 struct CommandContext {
-    unowned let server: Server
+    unowned(unsafe) let server: Server  // the server outlives every request
     let connection: Connection
     let args: Arguments
 

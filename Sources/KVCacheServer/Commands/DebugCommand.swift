@@ -30,6 +30,20 @@ private func debug(_ ctx: CommandContext) throws {
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.cronPaused = flag != 0
         ctx.connection.replyOK()
+    case "object":
+        // Redis's text; the address is the key's digest prefix (there is no
+        // object in memory), serializedlength the DUMP payload's object part.
+        guard ctx.args.count == 3 else { throw ReplyError.syntax }
+        guard let entry = try ctx.keyspace.peekIncludingExpired(ctx.args.bytes(2)) else {
+            throw ReplyError("ERR no such key")
+        }
+        let serialized = max(0, (try RDB.dump(entry)).count - 11)
+        ctx.connection.replySimple("Value at:0x7f0000000000 refcount:1 encoding:\(encodingName(of: entry)) "
+            + "serializedlength:\(serialized) lru:0 lru_seconds_idle:0")
+    case "set-disable-deny-scripts":
+        guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
+        ctx.server.scripting.disableDenyScripts = flag != 0
+        ctx.connection.replyOK()
     case "sleep":
         guard ctx.args.count == 3, let seconds = Double(ctx.text(2)), seconds >= 0 else { throw ReplyError.syntax }
         usleep(UInt32(min(seconds, 60) * 1_000_000))
@@ -38,6 +52,15 @@ private func debug(_ ctx: CommandContext) throws {
         guard ctx.args.count == 3 else { throw ReplyError.syntax }
         try debugProtocol(ctx)
     case "reload", "loadaof":
+        // Redis's NOFLUSH without MERGE loads its RDB over what is in
+        // memory, and fails on the first key or library already there.
+        let options = Set(ctx.args.dropFirst(2).map { String(decoding: $0.map(asciiLower), as: UTF8.self) })
+        if ctx.option(1) == "reload" && options.contains("noflush") && !options.contains("merge") {
+            let hasKeys = ctx.server.registry.open.values.contains { ($0.engine?.count ?? 0) > 0 }
+            if hasKeys || !ctx.server.scripting.libraries.all.isEmpty {
+                throw ReplyError("ERR Error trying to load the RDB dump, check server logs.")
+            }
+        }
         // Redis reloads its dataset from the RDB or the AOF; here SQLite is
         // given everything and every cache reopened from its file.
         ctx.server.reloadCaches()

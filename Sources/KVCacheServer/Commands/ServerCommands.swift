@@ -86,7 +86,7 @@ private func config(_ ctx: CommandContext) throws {
         try configRewrite(ctx)
     case "resetstat":
         guard ctx.args.count == 2 else { throw ReplyError.wrongArity("config|resetstat") }
-        ctx.server.stats = ServerStats()
+        ctx.server.resetStatistics()
         ctx.connection.replyOK()
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "config")

@@ -106,7 +106,13 @@ struct StringSetOptions {
 }
 
 private func get(_ ctx: CommandContext) throws {
-    ctx.connection.replyOptionalBulk(try ctx.keyspace.lookupRead(ctx.args.bytes(1), as: .string)?.value)
+    guard let value = try ctx.keyspace.lookupValue(ctx.args.bytes(1), as: .string) else {
+        return ctx.connection.replyNull()
+    }
+    switch value {
+    case .bytes(let bytes): ctx.connection.replyBulk(bytes)
+    case .live(let live): ctx.connection.replyBulk(live.encoded())
+    }
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]

@@ -106,7 +106,8 @@ extension ServerConfig {
         }, render: { config in
             config.databaseNames.keys.sorted().map { "\($0) \(config.databaseNames[$0]!)" }.joined(separator: " ")
         }),
-        .choice("rejoin-policy", \.rejoinPolicy, ["keep", "flush"]),
+        .choice("rejoin-policy", \.rejoinPolicy, ["keep", "flush", "expire"]),
+        .integer("rejoin-window", \.rejoinWindow, 1...Int(Int32.max)),
         // RDB snapshots: accepted so redis.conf files and tools work; SQLite
         // is the store of record here, and SAVE/BGSAVE apply to it.
         ConfigDirective(name: "save", live: true, apply: { _, _, _ in }, render: { _ in "" }),
@@ -152,6 +153,25 @@ extension ServerConfig {
         .choice("tls-auth-clients", \.tlsAuthClients, ["yes", "no", "optional"]),
         .integer("slowlog-log-slower-than", \.slowlogSlowerThan, -1...Int(Int64.max), live: true),
         .integer("slowlog-max-len", \.slowlogMaxLength, 0...Int(Int32.max), live: true),
+        .integer("latency-monitor-threshold", \.latencyMonitorThreshold, 0...Int(Int64.max), live: true),
+        .yesNo("latency-tracking", \.latencyTracking, live: true),
+        // Redis's form: percentiles separated by blanks, "" for none.
+        ConfigDirective(name: "latency-tracking-info-percentiles", live: true, words: true, rewrite: .linePerEntry({ config in
+            let value = percentileList(config.latencyTrackingPercentiles)
+            return ["latency-tracking-info-percentiles " + (value.isEmpty ? "\"\"" : value)]
+        }), apply: { config, args, _ in
+            var percentiles: [Double] = []
+            for word in args where !(args.count == 1 && word.isEmpty) {
+                guard let value = Double(word), value.isFinite else {
+                    throw ConfigError("Invalid latency-tracking-info-percentiles parameters")
+                }
+                guard value >= 0 && value <= 100 else {
+                    throw ConfigError("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+                }
+                percentiles.append(value)
+            }
+            config.latencyTrackingPercentiles = percentiles
+        }, render: { percentileList($0.latencyTrackingPercentiles) }),
         .text("requirepass", \.requirePass, live: true),
         .yesNo("protected-mode", \.protectedMode, live: true),
         ConfigDirective(name: "rename-command", rewrite: .linePerEntry({ config in
@@ -174,12 +194,22 @@ extension ServerConfig {
         .encodingLimit("set-max-intset-entries", \.setMaxIntsetEntries),
         .encodingLimit("zset-max-listpack-entries", aliases: ["zset-max-ziplist-entries"], \.zsetMaxListpackEntries),
         .encodingLimit("zset-max-listpack-value", aliases: ["zset-max-ziplist-value"], \.zsetMaxListpackValue, isSize: true),
-    ]
+    ] + scriptingDirectives
 
     /// Every name a directive answers to (aliases right after their
     /// directive), in the table's order: what CONFIG GET matches.
-    static let directiveNames: [(name: String, directive: ConfigDirective)] =
-        directives.flatMap { directive in directive.names.map { ($0, directive) } }
+    /// A directive whose name a later one takes again is dropped: the
+    /// later one gives the setting its meaning (scripting's
+    /// `min-replicas-to-write` over a setting merely accepted).
+    static let directiveNames: [(name: String, directive: ConfigDirective)] = {
+        var taken = Set<String>()
+        var kept: [ConfigDirective] = []
+        for directive in directives.reversed() where !directive.names.contains(where: taken.contains) {
+            taken.formUnion(directive.names)
+            kept.append(directive)
+        }
+        return kept.reversed().flatMap { directive in directive.names.map { ($0, directive) } }
+    }()
 
     /// The directives by each of their names.
     static let directivesByName: [String: ConfigDirective] = Dictionary(uniqueKeysWithValues: directiveNames.map { ($0.name, $0.directive) })

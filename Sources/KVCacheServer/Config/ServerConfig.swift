@@ -56,9 +56,10 @@ public struct ServerConfig: Sendable {
     public var databaseNames: [Int: String] = [:]
     /// What a restarted node does with what it held (docs/cluster.md):
     /// `keep` serves it (a single server's promise), `flush` starts empty,
-    /// as a node behind a proxy that ejects it should.
-    public enum RejoinPolicy: String, Sendable { case keep, flush }
+    /// `expire` caps the life of everything held at `rejoinWindow` seconds.
+    public enum RejoinPolicy: String, Sendable { case keep, flush, expire }
     public var rejoinPolicy = RejoinPolicy.keep
+    public var rejoinWindow = 300
 
     /// The cache a database index stands for: its `database-name`, else `db<index>`.
     public func cacheName(forIndex index: Int) -> String { databaseNames[index] ?? "db\(index)" }
@@ -112,12 +113,22 @@ public struct ServerConfig: Sendable {
     /// (negative: none), and the log keeps this many.
     public var slowlogSlowerThan = 10_000
     public var slowlogMaxLength = 128
+    /// LATENCY: events that took at least this many milliseconds are kept
+    /// (Redis's `latency-monitor-threshold`; 0: the monitor is off).
+    public var latencyMonitorThreshold = 0
+    /// Per-command latency histograms, for INFO latencystats and LATENCY
+    /// HISTOGRAM (Redis's `latency-tracking`).
+    public var latencyTracking = true
+    /// The percentiles INFO latencystats reports (Redis's `latency-tracking-info-percentiles`).
+    public var latencyTrackingPercentiles: [Double] = [50, 99, 99.9]
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
     /// The file the configuration was read from, if any.
     public var configFile: String?
     /// Redis's thresholds between small and large collection encodings (OBJECT ENCODING).
     var encodingLimits = EncodingLimits()
+    /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
+    var scripting = ScriptingSettings()
 
     public init() {}
 

@@ -128,7 +128,7 @@ final class CacheRegistry {
             throw ReplyError("ERR max-caches reached (\(config.maxCaches)): cannot create cache '\(name)'")
         }
         let (engine, openError) = openEngine(name)
-        let cache = OpenCache(name: name, engine: engine, openError: openError)
+        let cache = OpenCache(name: name, engine: engine, openError: openError, databaseNames: config.databaseNames)
         cache.onEngineEvent = onEngineEvent
         cache.checkCapacity()
         open[name] = cache
@@ -146,6 +146,8 @@ final class CacheRegistry {
     var onEngineEvent: ((OpenCache, CacheEvent) -> Void)? {
         didSet { for cache in open.values { cache.onEngineEvent = onEngineEvent } }
     }
+    /// Where a slow open (a VACUUM of a fragmented file) is reported, as LATENCY's `cache-open`.
+    var latency: LatencyMonitor?
 
     /// Creates and opens the engine for `name` with its configured capacity and policy.
     private func openEngine(_ name: String) -> (CacheEngine?, SQLiteKVCache.Error?) {
@@ -165,6 +167,7 @@ final class CacheRegistry {
         do {
             let engine = try CacheEngine.open(handle: name, directory: config.dir, configuration: configuration)
             let elapsed = Server.nowMilliseconds() - started
+            latency?.addIfNeeded("cache-open", milliseconds: Int(elapsed))
             let line = "Opened cache '\(name)': \(engine.count) keys in \(elapsed) ms"
             if elapsed >= 1000 || engine.count >= 1_000_000 { logger.notice(line) } else { logger.verbose(line) }
             onOpen?(engine)

@@ -26,7 +26,7 @@ import SQLiteKVCache
 struct Keyspace {
     typealias Entry = SQLiteKVCache.Entry
 
-    unowned let server: Server
+    unowned(unsafe) let server: Server  // the server outlives every request
     let cache: OpenCache
 
     init(server: Server, cache: OpenCache) {
@@ -64,6 +64,20 @@ struct Keyspace {
         if entry == nil { changed(.missed, key) }
         if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
         return entry
+    }
+
+    /// The value of `key`, a counted read as `lookupRead`, without building
+    /// an entry: GET's path.
+    /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
+    func lookupValue(_ key: [UInt8], as kind: ValueKind) throws -> StoredValue? {
+        let found = try run { engine throws(SQLiteKVCache.Error) in try engine.getValue(key) }
+        countLookup(hit: found != nil)
+        guard let found else {
+            changed(.missed, key)
+            return nil
+        }
+        if found.kind != kind { throw ReplyError.wrongType }
+        return found.value
     }
 
     /// The live entry for `key` as stored (a collection's value may be live),
@@ -120,6 +134,11 @@ struct Keyspace {
     /// (OBJECT, DEBUG, WATCH and EXEC's check of watched keys).
     func peek(_ key: [UInt8]) throws -> Entry? {
         try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
+    }
+
+    /// The entry for `key`, expired or not, untouched (DEBUG OBJECT).
+    func peekIncludingExpired(_ key: [UInt8]) throws -> Entry? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.peekIncludingExpired(key)?.plain }
     }
 
     /// Whether `key` has a live entry, without reading its value.

@@ -28,8 +28,15 @@ final class OpenCache {
     /// True while the cache is over capacity after a capacity cut.
     var needsEviction = false
 
-    init(name: String, engine: CacheEngine?, openError: SQLiteKVCache.Error?) {
+    init(name: String, engine: CacheEngine?, openError: SQLiteKVCache.Error?, databaseNames: [Int: String] = [:]) {
         self.name = name
+        if let mapped = databaseNames.first(where: { $0.value == name }) {
+            databaseIndex = mapped.key
+        } else if name.hasPrefix("db"), let n = Int(name.dropFirst(2)), "db\(n)" == name, databaseNames[n] == nil {
+            databaseIndex = n
+        } else {
+            databaseIndex = nil
+        }
         self.engine = engine
         self.openError = openError
     }
@@ -65,9 +72,8 @@ final class OpenCache {
         self.engine = nil
     }
 
-    /// The Redis database index this cache stands for (`db3` → 3), if any.
-    var databaseIndex: Int? {
-        guard name.hasPrefix("db"), let n = Int(name.dropFirst(2)), "db\(n)" == name else { return nil }
-        return n
-    }
+    /// The Redis database index this cache stands for: `db3` → 3, or the
+    /// index `database-name` maps to it; nil for a named cache, and for
+    /// `db<n>` when n is mapped to another cache.
+    let databaseIndex: Int?
 }

@@ -234,6 +234,11 @@ final class Persistence {
         return transactionDepth > 0 ? nil : appendRecord()
     }
 
+    /// Appends what the server changed on its own, outside any client's
+    /// command (the rejoin pass), as one record.
+    @discardableResult
+    func internalChangesFinished() -> UInt64? { transactionDepth > 0 ? nil : appendRecord() }
+
     /// Appends the ops recorded so far as one record.
     private func appendRecord() -> UInt64? {
         guard recordOpCount > 0, let log else { return nil }
@@ -261,7 +266,10 @@ final class Persistence {
     ///   position the syncer reports must wait under `always`).
     func beforeReplies() {
         guard let log, log.pendingBytes > 0 else { return }
-        if log.flush() {
+        let started = Server.monotonicMicroseconds()
+        let written = log.flush()
+        server.latency.addIfNeeded("aof-write", milliseconds: (Server.monotonicMicroseconds() - started) / 1000)
+        if written {
             if logWriteFailing {
                 server.logger.notice("AOF write error looks solved, Redis can write again.")
                 logWriteFailing = false
@@ -379,6 +387,7 @@ final class Persistence {
         var value: UInt64 = 0
         _ = withUnsafeMutableBytes(of: &value) { Glibc.read(wakeFD, $0.baseAddress, 8) }
         collectFinished()
+        if let log { server.recordLogSyncLatency(log.syncer.takeDurations()) }
         server.releaseRepliesSynced(upTo: syncedLSN)
     }
 
@@ -395,6 +404,7 @@ final class Persistence {
                 }
             }
             inFlight = nil
+            server.recordWriterLatency(job)
             lastJobSeconds = job.finished.map { $0.timeIntervalSince(job.submitted) } ?? 0
             var failed = false
             for part in current.parts {

@@ -139,27 +139,36 @@ extension Server {
             return
         }
         guard let command = commands.lookup(args[0]) else {
-            reject(connection, CommandTable.unknownCommandError(args), command: nil)
+            reject(connection, CommandTable.unknownCommandError(args), stats: nil)
             return
         }
         connection.lastCommand = command.subcommands.isEmpty || args.count < 2
             ? command.name : command.name + "|" + args[1].lowercasedText
         guard command.accepts(argumentCount: args.count) else {
-            reject(connection, .wrongArity(command.name), command: command)
+            reject(connection, .wrongArity(command.name), stats: command.stats)
             return
         }
+        let stats = command.stats(for: args)
         if authRequired(connection) && !command.flags.contains("no_auth") {
-            reject(connection, .noAuth, command: command)
+            reject(connection, .noAuth, stats: stats)
             return
         }
         if connection.protocolVersion == 2 && connection.subscriptions.active
             && !PubSub.allowedWhileSubscribed.contains(command.name) {
             reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
-                + "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"), command: command)
+                + "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"), stats: stats)
             return
         }
-        if persistence.loading && !persistence.replaying && !command.flags.contains("loading") {
-            reject(connection, .loading, command: command)
+        if (persistence.loading || rejoin != nil) && !persistence.replaying && !command.flags.contains("loading") {
+            reject(connection, .loading, stats: stats)
+            return
+        }
+        if busyScript != nil, let refusal = busyScriptRefusal(command, args) {
+            reject(connection, refusal, stats: stats)
+            return
+        }
+        if command.isWrite && config.scripting.minReplicasToWrite > 0 && !persistence.replaying {
+            reject(connection, .noReplicas, stats: stats)
             return
         }
         // Client-side caching's table stays within tracking-table-max-keys (Redis's processCommand).
@@ -204,11 +213,13 @@ extension Server {
             failure = ReplyError("ERR \(error)")
         }
         let elapsed = Self.monotonicMicroseconds() - began
-        command.stats.calls += 1
-        command.stats.microseconds += elapsed
+        stats.calls += 1
+        stats.microseconds += elapsed
+        if config.latencyTracking { stats.histogram.record(microseconds: elapsed) }
+        latency.addIfNeeded(command.isFast ? "fast-command" : "command", milliseconds: elapsed / 1000)
         if let failure {
             connection.replyError(failure)
-            command.stats.failed += 1
+            stats.failed += 1
             countError(failure)
         }
         if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
@@ -241,6 +252,8 @@ extension Server {
                 continue
             }
             connection.parked = nil
+            // How long the write waited for room: LATENCY's memtable-wait.
+            latency.addIfNeeded("memtable-wait", milliseconds: Int(now - since))
             if full {
                 connection.replyError(.memtableFull(config.memtableMaxBytes))
                 countError(.memtableFull(config.memtableMaxBytes))
@@ -269,9 +282,9 @@ extension Server {
     }
 
     /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
-    func reject(_ connection: Connection, _ error: ReplyError, command: Command?) {
+    func reject(_ connection: Connection, _ error: ReplyError, stats: CommandStats?) {
         connection.replyError(error)
-        command?.stats.rejected += 1
+        stats?.rejected += 1
         countError(error)
         if let transaction = connection.transaction { transaction.failed = true }
     }

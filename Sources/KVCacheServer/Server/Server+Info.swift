@@ -4,17 +4,22 @@ import Glibc
 #endif
 
 extension Server {
+    /// INFO's sections in Redis 7.0's order, then this server's `caches`.
+    static let infoSections = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
+                               "commandstats", "errorstats", "latencystats", "cluster", "keyspace", "caches"]
+    /// What `INFO` and `INFO default` show: Redis's default sections, and `caches`.
+    static let defaultInfoSections: Set<String> = ["server", "clients", "memory", "persistence", "stats", "replication",
+                                                   "cpu", "modules", "errorstats", "cluster", "keyspace", "caches"]
+
     /// INFO's text for the named sections (none: the default set), in
-    /// Redis's format: `# Section` headers and `field:value` lines, CRLF-separated.
+    /// Redis's format: `# Section` headers and `field:value` lines,
+    /// CRLF-separated, sections in Redis's order whatever the order asked.
     func infoText(sections requested: [String]) -> String {
-        let defaults = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-                        "errorstats", "cluster", "keyspace"]
-        let all = defaults + ["commandstats"]
         var wanted = Set(requested)
-        if requested.isEmpty || wanted.contains("default") { wanted.formUnion(defaults) }
-        if wanted.contains("all") || wanted.contains("everything") { wanted.formUnion(all) }
+        if requested.isEmpty || wanted.contains("default") { wanted.formUnion(Self.defaultInfoSections) }
+        if wanted.contains("all") || wanted.contains("everything") { wanted.formUnion(Self.infoSections) }
         var out: [String] = []
-        for section in all where wanted.contains(section) {
+        for section in Self.infoSections where wanted.contains(section) {
             guard let lines = infoSection(section) else { continue }
             if !out.isEmpty { out.append("") }
             out.append("# " + (section == "cpu" ? "CPU" : section.prefix(1).uppercased() + section.dropFirst()))
@@ -120,6 +125,9 @@ extension Server {
                 "memory_tier_used:\(registry.memoryBudget.used)",
                 "memtable_bytes:\(registry.memoryBudget.unappliedBytes)",
                 "stored_content_bytes:\(contentBytes)",
+                "number_of_cached_scripts:\(scripting.scripts.count)",
+                "number_of_functions:\(scripting.libraries.functionCount)",
+                "number_of_libraries:\(scripting.libraries.all.count)",
             ]
         case "persistence":
             return persistence.infoLines() + [
@@ -127,6 +135,10 @@ extension Server {
                 "open_caches:\(registry.open.count)",
                 "known_caches:\(registry.known.count)",
                 "max_caches:\(config.maxCaches)",
+                "rejoin_policy:\(config.rejoinPolicy.rawValue)",
+                "rejoin_window:\(config.rejoinWindow)",
+                "rejoin_in_progress:\(rejoin != nil ? 1 : 0)",
+                "rejoin_capped_keys:\(rejoin?.capped ?? rejoinFinished?.capped ?? 0)",
             ]
         case "stats":
             let all = registry.open.values.compactMap { $0.statistics() }
@@ -154,25 +166,17 @@ extension Server {
                 "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",
             ]
         case "keyspace":
-            // As Redis, a line per cache holding keys: Redis's three fields
-            // first, then this server's (content bytes, capacity, policy, counters).
-            var lines: [String] = []
-            for cache in registry.open.values { try? makeTotalsExact(cache) }
-            for name in registry.open.keys.sorted() {
-                guard let s = registry.open[name]?.statistics(), s.entries > 0 else { continue }
-                let avgTTL = s.volatileEntries > 0 ? max(0, s.meanExpiresAt - now) : 0
-                lines.append("\(name):keys=\(s.entries),expires=\(s.volatileEntries),avg_ttl=\(avgTTL),"
-                    + "bytes=\(s.contentBytes),capacity=\(s.capacity),policy=\(s.policy.rawValue),"
-                    + "evicted=\(s.evicted),expired=\(s.expired)")
-            }
-            return lines
+            return keyspaceLines(now: now)
+        case "caches":
+            return cacheLines(now: now)
         case "commandstats":
-            return commands.all.filter { $0.stats.calls + $0.stats.rejected + $0.stats.failed > 0 }.map { command in
-                let s = command.stats
+            return commands.all.flatMap(\.allStats).filter { !$0.stats.isEmpty }.map { name, s in
                 let perCall = s.calls > 0 ? Double(s.microseconds) / Double(s.calls) : 0
-                return "cmdstat_\(command.name):calls=\(s.calls),usec=\(s.microseconds),"
+                return "cmdstat_\(name):calls=\(s.calls),usec=\(s.microseconds),"
                     + "usec_per_call=\(String(format: "%.2f", perCall)),rejected_calls=\(s.rejected),failed_calls=\(s.failed)"
             }
+        case "latencystats":
+            return latencyStatsLines()
         default:
             return nil
         }

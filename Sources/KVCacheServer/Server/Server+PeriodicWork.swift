@@ -14,7 +14,10 @@ extension Server {
     /// mass expiry never stalls the loop; more left means poll again at once.
     func sweepExpired() {
         guard activeExpire else { return }
-        let deadline = Self.monotonicMicroseconds() + Self.sweepBudgetMicroseconds
+        let started = Self.monotonicMicroseconds()
+        // The sweep's time is LATENCY's expire-cycle, as Redis's activeExpireCycle.
+        defer { latency.addIfNeeded("expire-cycle", milliseconds: (Self.monotonicMicroseconds() - started) / 1000) }
+        let deadline = started + Self.sweepBudgetMicroseconds
         for cache in registry.open.values where cache.openError == nil {
             do {
                 let keyspace = Keyspace(server: self, cache: cache)
@@ -39,7 +42,15 @@ extension Server {
     /// capacity cut, a swap, or a file opened with a smaller capacity).
     func continueEviction() {
         guard !persistence.loading else { return }  // the totals are exact once the replay's writes are applied
+        var started: Int?
+        // The steps' time is LATENCY's eviction-cycle, as Redis's performEvictions.
+        defer {
+            if let started {
+                latency.addIfNeeded("eviction-cycle", milliseconds: (Self.monotonicMicroseconds() - started) / 1000)
+            }
+        }
         for cache in registry.open.values where cache.needsEviction || (cache.engine?.overCapacity ?? false) {
+            if started == nil { started = Self.monotonicMicroseconds() }
             do {
                 cache.needsEviction = !(try Keyspace(server: self, cache: cache).evict(limit: Self.evictionBatch))
             } catch {

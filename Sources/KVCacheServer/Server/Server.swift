@@ -78,6 +78,15 @@ public final class Server {
     var eventSource: EventSource?
     var slowlog = SlowLog()
 
+    // MARK: Scripting (Scripting/)
+
+    /// EVAL's and FUNCTION's interpreters, the script cache, the libraries.
+    lazy var scripting = Scripting(server: self)
+    /// A script running past busy-reply-threshold: other clients get -BUSY.
+    var busyScript: ScriptRun?
+    /// Set while a busy script's hook serves the other clients.
+    var processingWhileBusy = false
+
     // MARK: Caches and persistence (Server+Persistence)
 
     let registry: CacheRegistry
@@ -106,11 +115,17 @@ public final class Server {
     // MARK: Statistics (ServerStats, Server+Info)
 
     var stats = ServerStats()
+    /// LATENCY's events (Latency/).
+    let latency = LatencyMonitor()
     /// The largest RSS INFO has seen.
     var peakMemory = 0
     /// What malloc had handed out when the loop started (MEMORY STATS's
     /// `startup.allocated`).
     var startupMemory = 0
+    /// `rejoin-policy expire`'s pass over what the caches held at start-up,
+    /// while it runs; then how many keys it capped and deleted.
+    var rejoin: RejoinPass?
+    var rejoinFinished: (capped: Int, deleted: Int)?
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
 
@@ -135,6 +150,8 @@ public final class Server {
         }
         slowlog.threshold = config.slowlogSlowerThan
         slowlog.maxLength = config.slowlogMaxLength
+        latency.threshold = config.latencyMonitorThreshold
+        registry.latency = latency
         if config.tlsPort != 0 {
             guard !config.tlsCertFile.isEmpty, !config.tlsKeyFile.isEmpty else {
                 throw ConfigError("tls-port needs tls-cert-file and tls-key-file")
@@ -207,6 +224,7 @@ public final class Server {
         registry.apply(newConfig)
         slowlog.threshold = newConfig.slowlogSlowerThan
         slowlog.maxLength = newConfig.slowlogMaxLength
+        latency.threshold = newConfig.latencyMonitorThreshold
     }
 
     // MARK: The loop
@@ -219,13 +237,20 @@ public final class Server {
         let heap = mallinfo2()
         startupMemory = Int(heap.uordblks + heap.hblkhd)
         // db0 is every client's first cache: open it now, so a large file's
-        // progress shows at start-up, not on the first connection.
+        // progress shows at start-up, not on the first connection; then
+        // every other cache with a file, so INFO (and the dashboards that
+        // read it) counts every cache from the start, not only those used since.
         _ = try? registry.firstCache()
+        for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
+        _ = scripting  // the interpreters, and the function libraries kept by the last run
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         }
+        if config.rejoinPolicy == .expire {
+            rejoin = RejoinPass(startedAt: Self.nowMilliseconds(), window: config.rejoinWindow)
+        }
         while running {
-            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading
+            let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading || rejoin != nil
             try epoll.wait(timeoutMilliseconds: poll ? 0 : 100) { event in
                 self.dispatch(event)
             }
@@ -239,6 +264,8 @@ public final class Server {
                     logger.warning("Replaying the append-only log failed: \(error)")
                     throw ConfigError("the append-only log cannot be replayed: \(error)")
                 }
+            } else if rejoin != nil {
+                rejoinStep(budget: 2000)
             }
             backgroundWorkPending = false
             sweepExpired()

@@ -102,6 +102,19 @@ extension Server {
         trackingLimitKeys()
     }
 
+    /// Remembers `keys` for a tracking client (a script's declared keys, once
+    /// the script ran a read-only command), under the same OPTIN/OPTOUT rules.
+    func trackingRemember(_ c: Connection, keys: [[UInt8]]) {
+        guard let t = c.tracking, !t.bcast else { return }
+        if (t.optin && !t.caching) || (t.optout && t.caching) { return }
+        let cache = ObjectIdentifier(c.cache)
+        for key in keys where tracking.table[TrackedKey(cache: cache, key: key), default: [:]]
+            .updateValue(c, forKey: ObjectIdentifier(c)) == nil {
+            tracking.totalItems += 1
+        }
+        trackingLimitKeys()
+    }
+
     /// Keeps the table within `tracking-table-max-keys`, invalidating the keys it drops.
     func trackingLimitKeys() {
         let max = config.trackingTableMaxKeys

@@ -14,6 +14,12 @@ public final class WriterJob: @unchecked Sendable {
     /// When the job was submitted and when the writer finished it.
     public let submitted: Date
     public internal(set) var finished: Date?
+    /// Seconds the writer took to apply each batch (its transaction, the
+    /// commit's fsync and any checkpoint due after it), in batch order.
+    public internal(set) var applySeconds: [Double] = []
+    /// Seconds spent emptying WALs (`wal_checkpoint(TRUNCATE)`) after the
+    /// batches; 0 when none was.
+    public internal(set) var checkpointSeconds = 0.0
 
     /// - Parameter truncatingWALOf: engines whose WAL is checkpointed into
     ///   the file and emptied after the batches (their files are about to
@@ -126,16 +132,24 @@ public final class BatchWriter: @unchecked Sendable {
             condition.unlock()
 
             let started = Date()
-            for batch in job.batches { batch.apply() }
+            for batch in job.batches {
+                let began = Date()
+                batch.apply()
+                job.applySeconds.append(Date().timeIntervalSince(began))
+            }
+            let checkpointsBegan = Date()
+            var checkpointed = !job.truncating.isEmpty
             for file in job.truncating { file.truncateWAL() }
             if condition.withLock({ queue.isEmpty }) {
                 // Idle: empty the WALs a large batch left (a restart then
                 // reads no WAL, and the disk gets the room back).
                 for batch in job.batches where batch.file.walPages.load() >= CacheFile.checkpointThresholdPages {
                     batch.file.truncateWAL()
+                    checkpointed = true
                 }
             }
             let now = Date()
+            if checkpointed { job.checkpointSeconds = now.timeIntervalSince(checkpointsBegan) }
             job.finished = now
 
             condition.withLock {

@@ -145,8 +145,14 @@ public final class CacheEngine {
     /// entry found here is removed (lazy expiry, as Redis). Under LRU, the
     /// read makes the entry the most recent.
     public func get(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        try get(key, counted: true)
+    }
+
+    /// `get`, counting the memory tier's hit or miss only when `counted`
+    /// (`getValue` has counted the miss that sent it here).
+    private func get(_ key: [UInt8], counted: Bool) throws(SQLiteKVCache.Error) -> StoredEntry? {
         let digest = hasher.digest(key)
-        let (found, slot) = try current(digest, key: key, counted: true)
+        let (found, slot) = try current(digest, key: key, counted: counted)
         guard var row = found else { return nil }
         if row.isExpired(at: nowMilliseconds()) {
             expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt)
@@ -165,10 +171,33 @@ public final class CacheEngine {
         return StoredEntry(key: key, row: row)
     }
 
+    /// GET's path: the kind and value of `key`'s live entry, read in place
+    /// from the memory tier when it is there (no entry is built, no key or
+    /// metadata copied); otherwise as `get`. Same expiry, LRU and counting.
+    public func getValue(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> (kind: ValueKind, value: StoredValue)? {
+        if policy != .lru, let slot = table.slot(digest: hasher.digest(key), counting: true) {
+            guard slot.row != nil else { return nil }
+            if let expiresAt = slot.row!.expiresAt, expiresAt <= nowMilliseconds() {
+                expire(slot.digest, key: key, size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
+                return nil
+            }
+            return (slot.row!.kind, slot.row!.value)
+        }
+        guard let entry = try get(key, counted: policy == .lru) else { return nil }
+        return (entry.row.kind, entry.row.value)
+    }
+
     /// The live entry for `key` without touching it (no LRU, no lazy delete).
     public func peek(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
         guard let row = try current(hasher.digest(key), key: key, counted: false).row,
               !row.isExpired(at: nowMilliseconds()) else { return nil }
+        return StoredEntry(key: key, row: row)
+    }
+
+    /// The entry for `key` even when it has expired (and is not yet
+    /// removed), untouched: what Redis's DEBUG OBJECT finds in its dict.
+    public func peekIncludingExpired(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
+        guard let row = try current(hasher.digest(key), key: key, counted: false).row else { return nil }
         return StoredEntry(key: key, row: row)
     }
 

@@ -167,6 +167,12 @@ final class KeyTable {
     func slot(_ digest: KeyDigest) -> KeySlot? { slots[digest] }
 
     /// The slot for `digest`, counted as a hit or a miss, marked recently used.
+    /// The slot of `digest`, counted as a hit or miss when `counting`.
+    @inline(__always)
+    func slot(digest: KeyDigest, counting: Bool) -> KeySlot? {
+        counting ? lookup(digest) : slot(digest)
+    }
+
     func lookup(_ digest: KeyDigest) -> KeySlot? {
         guard let slot = slots[digest] else {
             misses += 1

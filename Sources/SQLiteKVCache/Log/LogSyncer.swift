@@ -27,6 +27,9 @@ public final class LogSyncer: @unchecked Sendable {
     private var lastError: Int32?
     private var fsyncs = 0
     private var lastDuration = 0.0
+    /// Each round's duration since the last `takeDurations()`, bounded.
+    private var durations: [(time: Int, milliseconds: Int)] = []
+    static let durationsKept = 64
 
     init(onSynced: @escaping @Sendable () -> Void) {
         self.onSynced = onSynced
@@ -40,6 +43,16 @@ public final class LogSyncer: @unchecked Sendable {
     public var count: Int { condition.withLock { fsyncs } }
     /// Seconds the last fsync took.
     public var lastSeconds: Double { condition.withLock { lastDuration } }
+
+    /// How long each round of fsyncs of the log took since the last call:
+    /// when it ended (Unix seconds) and its milliseconds, oldest first (at
+    /// most the last 64). For the owner's latency monitor.
+    public func takeDurations() -> [(time: Int, milliseconds: Int)] {
+        condition.withLock {
+            defer { durations.removeAll() }
+            return durations
+        }
+    }
 
     /// Marks positions up to `lsn` as on disk without an fsync (at start-up:
     /// what was read back from the files).
@@ -115,6 +128,10 @@ public final class LogSyncer: @unchecked Sendable {
                 lastError = failure
                 fsyncs += work.count
                 lastDuration = seconds
+                if !work.isEmpty {
+                    if durations.count == Self.durationsKept { durations.removeFirst() }
+                    durations.append((Int(Date().timeIntervalSince1970), Int(seconds * 1000)))
+                }
             }
             if !work.isEmpty { onSynced() }
         }
