@@ -240,3 +240,12 @@ def test_evicted_events_on_a_named_and_a_numbered_cache(fresh_server):
         assert c.dbsize() == 4
         c.close()
     ps.close()
+
+
+def test_script_commands_name_their_events(server, r, flags):
+    flags("EA")
+    client, ps = subscriber(server)
+    r.eval("redis.call('set', KEYS[1], 'v'); redis.call('lpush', KEYS[2], 'x'); return 1", 2, "sk", "sl")
+    assert next_events(ps, 2) == [("__keyevent@0__:set", "sk"), ("__keyevent@0__:lpush", "sl")]
+    assert no_more_events(ps)
+    ps.close()

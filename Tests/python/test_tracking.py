@@ -344,3 +344,15 @@ def test_client_side_cache_example(server, cache):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["read: hello server", "read: hello local", "read: bonjour server",
                                         "after expiry: False"]
+
+
+def test_script_that_reads_tracks_its_declared_keys(server, r):
+    w = Wire(server, resp3=True)
+    w.command("CLIENT", "TRACKING", "on", reply=b"+OK\r\n")
+    w.command("EVAL", "redis.call('set', KEYS[1], 'x')", "1", "k1", reply=b"_\r\n")  # no read: nothing tracked
+    r.set("k1", "y")
+    assert w.nothing_more()
+    w.command("EVAL", "redis.call('get', 'other')", "1", "k1", reply=b"_\r\n")   # a read: KEYS are tracked
+    r.set("k1", "z")
+    w.expect(invalidate(b"k1"))
+    w.close()
