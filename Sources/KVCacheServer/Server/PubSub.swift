@@ -52,6 +52,9 @@ final class PubSub {
     var shardChannels: [[UInt8]: [Connection]] = [:]
     /// Subscribers past their output limit, to close before replies are sent.
     var doomed: [Connection] = []
+    /// Clients subscribed to anything: while 0, no command needs the
+    /// subscribed-context check (a hot-path shortcut).
+    var subscribedClients = 0
 
     /// The commands a RESP2 client may run while subscribed.
     static let allowedWhileSubscribed: Set<String> = [
@@ -153,6 +156,8 @@ extension Server {
     /// SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE: subscribes `client` to each name,
     /// confirming each (Redis's pubsubSubscribeChannel/Pattern).
     func subscribe(_ client: Connection, to names: [[UInt8]], _ kind: PubSub.Kind) {
+        let wasActive = client.subscriptions.active
+        defer { if !wasActive && client.subscriptions.active { pubsub.subscribedClients += 1 } }
         for name in names {
             let added: Bool
             switch kind {
@@ -170,6 +175,8 @@ extension Server {
     /// (empty `names`); one confirmation per name, or one with a null name
     /// when there was nothing to leave. `notify` false: silently (RESET, close).
     func unsubscribe(_ client: Connection, from names: [[UInt8]]?, _ kind: PubSub.Kind, notify: Bool = true) {
+        let wasActive = client.subscriptions.active
+        defer { if wasActive && !client.subscriptions.active { pubsub.subscribedClients -= 1 } }
         let targets: [[UInt8]]
         if let names {
             targets = names

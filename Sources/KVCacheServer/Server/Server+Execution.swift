@@ -153,7 +153,7 @@ extension Server {
             reject(connection, .noAuth, stats: stats)
             return
         }
-        if connection.protocolVersion == 2 && connection.subscriptions.active
+        if pubsub.subscribedClients > 0 && connection.protocolVersion == 2 && connection.subscriptions.active
             && !PubSub.allowedWhileSubscribed.contains(command.name) {
             reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
                 + "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"), stats: stats)
