@@ -36,6 +36,11 @@ public final class SQLiteKVCache: @unchecked Sendable {
         public var onProgress: (@Sendable (String) -> Void)?
         /// Told, in words, when a corrupted file was moved aside and replaced.
         public var onRecovery: (@Sendable (String) -> Void)?
+        /// Told of every change as it happens, on the calling thread: a put,
+        /// a delete, an expired entry removed (by a read or `removeExpired`),
+        /// an eviction to capacity, a clear (the seed design's update hook,
+        /// for embedded users; the server names its own events).
+        public var onChange: (@Sendable (CacheEvent) -> Void)?
 
         public init(diskCapacity: Int = 0, evictionPolicy: EvictionPolicy = .fifo,
                     pageCacheBytes: Int = 16 << 20, memoryTierBytes: Int = 16 << 20,
@@ -172,7 +177,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// replaced by a fresh cache once.
     private func openStore(_ configuration: Configuration) throws(Error) -> Store {
         let name = try SQLiteKVCache.canonicalHandle(handle)
-        return Store(try CacheEngine.open(handle: name, directory: directory, configuration: configuration), configuration)
+        let engine = try CacheEngine.open(handle: name, directory: directory, configuration: configuration)
+        if let onChange = configuration.onChange { engine.onEvent = { onChange($0) } }
+        return Store(engine, configuration)
     }
 
     /// Moves a damaged cache file (and its -wal/-shm) aside as

@@ -351,8 +351,8 @@ def run_helper(tree: Path, port: int, unit: str, args, out_path: Path) -> tuple[
             # (21079 by default): two runs on one machine collided there. It
             # checks port and port + 10000 are free; both stay below Linux's
             # ephemeral ports (32768 on), which a client socket could take
-            # between that check and the helper's listen.
-            "--baseport", str(random.randrange(12000, 22000))]
+            # between that check and the helper's listen. --baseport fixes it.
+            "--baseport", str(args.baseport or random.randrange(12000, 22000))]
     if args.tags:
         argv += ["--tags", args.tags]
     if args.durable:
@@ -957,6 +957,9 @@ def parse_args(argv: list[str]):
     p.add_argument("--no-default-skips", action="store_true",
                    help="do not skip the tests that break external mode on Redis itself")
     p.add_argument("--file-timeout", type=int, default=600, help="seconds per file and server")
+    p.add_argument("--baseport", type=int, default=0,
+                   help="the helper's --baseport (its own listener takes one of the 32 ports below it): "
+                        "to run beside another session's helper")
     p.add_argument("--helper-timeout", type=int, default=180,
                    help="the helper's --timeout: seconds without progress")
     p.add_argument("--json", type=Path, help="write every test's outcome here")

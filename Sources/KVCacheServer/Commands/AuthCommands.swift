@@ -93,5 +93,9 @@ private func reset(_ ctx: CommandContext) throws {
     c.name = []
     c.authenticated = ctx.server.config.requirePass.isEmpty
     c.parser.limits.unauthenticated = !c.authenticated
+    ctx.server.unsubscribeAll(c)
+    ctx.server.disableTracking(c)
+    c.replyOff = false
+    c.replySkipNext = false
     c.replySimple("RESET")
 }

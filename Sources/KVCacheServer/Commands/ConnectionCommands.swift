@@ -15,13 +15,20 @@ let connectionCommands: [Command] = [
             group: "connection", summary: "Handshakes with the server.", handler: hello),
     Command(name: "client", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "connection", summary: "A container for client connection commands.", handler: client,
-            subcommands: ["getname", "id", "info", "kill", "list", "no-evict", "pause", "setinfo", "setname", "unblock",
-                          "unpause"]),
+            subcommands: ["caching", "getname", "getredir", "id", "info", "kill", "list", "no-evict", "pause", "reply",
+                          "setinfo", "setname", "tracking", "trackinginfo", "unblock", "unpause"]),
     Command(name: "wait", arity: 3, flags: [], firstKey: 0, lastKey: 0, step: 0, group: "generic",
             summary: "Waits for the writes to reach replicas; there are none, so it answers 0 at once.", handler: wait),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
+    if ctx.args.count <= 2 && ctx.connection.subscriptions.active && ctx.connection.protocolVersion == 2 {
+        // Subscribed (RESP2): a message-shaped reply, as Redis's pingCommand.
+        ctx.connection.replyArrayHeader(2)
+        ctx.connection.replyBulk("pong")
+        if ctx.args.count == 2 { ctx.connection.replyBulk(ctx.args[1]) } else { ctx.connection.replyBulk("") }
+        return
+    }
     switch ctx.args.count {
     case 1: ctx.connection.replySimple("PONG")
     case 2: ctx.connection.replyBulk(ctx.args[1])
@@ -164,6 +171,19 @@ private func client(_ ctx: CommandContext) throws {
         default: throw ReplyError.syntax
         }
         c.replyOK()
+    case "reply":
+        // CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing (Server.execute drops the replies).
+        try arity(3)
+        switch ctx.option(2) {
+        case "on":
+            c.replyOff = false
+            c.replySkipNext = false
+            c.replySkipping = false
+            c.replyOK()
+        case "off": c.replyOff = true
+        case "skip": if !c.replyOff { c.replySkipNext = true }
+        default: throw ReplyError.syntax
+        }
     case "setinfo":
         // Redis 7.2's client library report (redis-py sends it on connect).
         try arity(4)
@@ -186,6 +206,7 @@ private func client(_ ctx: CommandContext) throws {
             "UNPAUSE", "    Stop the current client pause, resuming traffic.",
         ].map { Array($0.utf8) })
     default:
+        if try clientTrackingSubcommand(ctx, sub) { return }
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "client")
     }
 }
@@ -205,7 +226,8 @@ private func clientKill(_ ctx: CommandContext) throws {
         return
     }
     guard ctx.args.count >= 4, ctx.args.count % 2 == 0 else { throw ReplyError.syntax }
-    var id: Int64?, address: String?, local: String?, skipMe = true, matchesType = true, matchesUser = true
+    var id: Int64?, address: String?, local: String?, skipMe = true, matchesUser = true
+    var type: String?
     for i in stride(from: 2, to: ctx.args.count, by: 2) {
         let value = ctx.text(i + 1)
         switch ctx.option(i) {
@@ -218,8 +240,7 @@ private func clientKill(_ ctx: CommandContext) throws {
         case "laddr": local = value
         case "type":
             switch value.lowercased() {
-            case "normal": matchesType = true
-            case "master", "slave", "replica", "pubsub": matchesType = false
+            case "normal", "master", "slave", "replica", "pubsub": type = value.lowercased()
             default: throw ReplyError("ERR Unknown client type '\(value)'")
             }
         case "user": matchesUser = value == "default"
@@ -233,8 +254,13 @@ private func clientKill(_ ctx: CommandContext) throws {
             throw ReplyError.syntax
         }
     }
+    // Redis's client types: a subscribed client is "pubsub", the others "normal".
+    func matchesType(_ c: Connection) -> Bool {
+        guard let type else { return true }
+        return type == (c.subscriptions.active ? "pubsub" : "normal")
+    }
     let victims = ctx.server.allConnections.filter { c in
-        matchesType && matchesUser && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
+        matchesType(c) && matchesUser && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
             && (local.map { c.local == $0 } ?? true) && !(skipMe && c === me)
     }
     me.replyInteger(victims.count)

@@ -12,7 +12,7 @@ let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
             subcommands: ["change-repl-id", "digest", "digest-value", "help", "htstats", "htstats-key", "jmap", "loadaof",
-                          "object", "populate", "protocol", "quicklist-packed-threshold", "reload", "set-active-expire",
+                          "object", "pause-cron", "populate", "protocol", "quicklist-packed-threshold", "reload", "set-active-expire",
                           "sleep", "writer"]),
 ]
 
@@ -27,6 +27,10 @@ private func debug(_ ctx: CommandContext) throws {
     case "set-active-expire":
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.activeExpire = flag != 0
+        ctx.connection.replyOK()
+    case "pause-cron":
+        guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
+        ctx.server.cronPaused = flag != 0
         ctx.connection.replyOK()
     case "object":
         // Redis's text; the address is the key's digest prefix (there is no

@@ -37,11 +37,24 @@ extension ServerConfig {
                     throw ConfigError("client-output-buffer-limit needs sizes and a number of seconds")
                 }
                 if kind == "normal" { config.outputBufferLimit = OutputBufferLimit(hard: hard, soft: soft, softSeconds: seconds) }
+                if kind == "pubsub" {
+                    config.pubsubOutputBufferLimit = OutputBufferLimit(hard: hard, soft: soft, softSeconds: seconds)
+                }
             }
         }, render: { config in
             let l = config.outputBufferLimit
-            return "normal \(l.hard) \(l.soft) \(l.softSeconds) replica 268435456 67108864 60 pubsub 33554432 8388608 60"
+            let p = config.pubsubOutputBufferLimit
+            return "normal \(l.hard) \(l.soft) \(l.softSeconds) replica 268435456 67108864 60 "
+                + "pubsub \(p.hard) \(p.soft) \(p.softSeconds)"
         }),
+        .integer("tracking-table-max-keys", \.trackingTableMaxKeys, 0...Int(Int64.max), live: true),
+        ConfigDirective(name: "notify-keyspace-events", live: true, apply: { config, args, _ in
+            guard args.count <= 1 else { throw ConfigError("wrong number of arguments") }
+            guard let flags = NotifyFlags(letters: args.first ?? "") else {
+                throw ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+            }
+            config.notifyKeyspaceEvents = flags.rawValue
+        }, render: { NotifyFlags(rawValue: $0.notifyKeyspaceEvents).letters }),
         .size("default-capacity", \.defaultCapacity, live: true),
         // The default policy of a cache's capacity (this server's own; Redis's
         // maxmemory-policy is the server-wide limit's, below).

@@ -40,6 +40,13 @@ public struct ServerConfig: Sendable {
     /// past `soft` for `softSeconds` too. (Redis's default for normal
     /// clients is no limit; one here bounds what a client that never reads costs.)
     public var outputBufferLimit = OutputBufferLimit(hard: 256 * 1024 * 1024, soft: 64 * 1024 * 1024, softSeconds: 60)
+    /// `client-output-buffer-limit pubsub …`, for subscribed clients: Redis's default.
+    public var pubsubOutputBufferLimit = OutputBufferLimit(hard: 32 * 1024 * 1024, soft: 8 * 1024 * 1024, softSeconds: 60)
+    /// `notify-keyspace-events`: Redis's NOTIFY_* bits (see NotifyFlags); 0 sends none.
+    public var notifyKeyspaceEvents = 0
+    /// `tracking-table-max-keys`: keys the tracking table remembers before
+    /// it drops some, invalidating them (Redis's default; 0: no limit).
+    public var trackingTableMaxKeys = 1_000_000
     public var defaultCapacity = 0
     public var evictionPolicy = EvictionPolicy.fifo
     public var caches: [String: CacheSettings] = [:]

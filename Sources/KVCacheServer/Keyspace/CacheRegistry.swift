@@ -129,6 +129,7 @@ final class CacheRegistry {
         }
         let (engine, openError) = openEngine(name)
         let cache = OpenCache(name: name, engine: engine, openError: openError, databaseNames: config.databaseNames)
+        cache.onEngineEvent = onEngineEvent
         cache.checkCapacity()
         open[name] = cache
         known.insert(name)
@@ -148,6 +149,11 @@ final class CacheRegistry {
 
     /// Told when a cache's engine opens (the log must stay ahead of its file).
     var onOpen: ((CacheEngine) -> Void)?
+    /// Told of what each cache's engine reports (expiries and evictions for
+    /// keyspace events); set on the caches already open too.
+    var onEngineEvent: ((OpenCache, CacheEvent) -> Void)? {
+        didSet { for cache in open.values { cache.onEngineEvent = onEngineEvent } }
+    }
     /// Where a slow open (a VACUUM of a fragmented file) is reported, as LATENCY's `cache-open`.
     var latency: LatencyMonitor?
 

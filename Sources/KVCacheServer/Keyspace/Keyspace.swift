@@ -61,6 +61,7 @@ struct Keyspace {
     func lookupRead(_ key: [UInt8], as kind: ValueKind? = nil) throws -> Entry? {
         let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key)?.plain }
         countLookup(hit: entry != nil)
+        if entry == nil { changed(.missed, key) }
         if let kind, let entry, entry.kind != kind { throw ReplyError.wrongType }
         return entry
     }
@@ -71,7 +72,10 @@ struct Keyspace {
     func lookupValue(_ key: [UInt8], as kind: ValueKind) throws -> StoredValue? {
         let found = try run { engine throws(SQLiteKVCache.Error) in try engine.getValue(key) }
         countLookup(hit: found != nil)
-        guard let found else { return nil }
+        guard let found else {
+            changed(.missed, key)
+            return nil
+        }
         if found.kind != kind { throw ReplyError.wrongType }
         return found.value
     }
@@ -82,7 +86,7 @@ struct Keyspace {
     /// - Parameter touch: count as a use (LRU/LFU); false for TYPE, TTL and the like.
     func lookupStored(_ key: [UInt8], as kind: ValueKind? = nil, read: Bool, touch: Bool = true) throws -> StoredEntry? {
         let entry = try run { engine throws(SQLiteKVCache.Error) in try engine.get(key, touch: touch) }
-        if read { countLookup(hit: entry != nil) }
+        if read { countLookup(hit: entry != nil); if entry == nil { changed(.missed, key) } }
         if let kind, let entry, entry.row.kind != kind { throw ReplyError.wrongType }
         return entry
     }
@@ -108,14 +112,17 @@ struct Keyspace {
             try engine.liveValueChanged(key, oldEncodedSize: oldEncodedSize, storageDate: storageDate)
         }
         keyChanged(key, storedKind: kind)
+        changed(.stored(isNew: false), key)
     }
 
     /// Stores an entry whose value may be live (a new collection). Logged as
     /// its command, by the caller's `noteLiveChange`.
     func storeStored(_ entry: StoredEntry) throws {
         let engine = try engineForWrite(grows: true)
+        let isNew = isNewKey(entry.key)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
         keyChanged(entry.key, storedKind: entry.row.kind)
+        changed(.stored(isNew: isNew), entry.key)
     }
 
     /// The live entry for `key` before a write to it, not counted.
@@ -228,22 +235,26 @@ struct Keyspace {
     ///   an entry larger than the capacity, SQLite's failure).
     func store(_ entry: Entry) throws {
         let engine = try engineForWrite(grows: true)
+        let isNew = isNewKey(entry.key)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(StoredEntry(entry)) }
         keyChanged(entry.key, storedKind: entry.kind)
         server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.kind,
                                        storageDate: entry.storageDate.timeIntervalSince1970,
                                        expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
+        changed(.stored(isNew: isNew), entry.key)
     }
 
     /// Stores a whole entry whose value may be live, recording it as a
     /// whole entry (a live value is encoded for the log).
     func store(_ entry: StoredEntry) throws {
         let engine = try engineForWrite(grows: true)
+        let isNew = isNewKey(entry.key)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(entry) }
         keyChanged(entry.key, storedKind: entry.row.kind)
         server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.row.kind,
                                        storageDate: entry.row.storageDate, expiresAt: entry.row.expiresAt,
                                        metadata: entry.row.metadata, value: entry.row.value.bytes))
+        changed(.stored(isNew: isNew), entry.key)
     }
 
     /// Removes `key`.
@@ -254,6 +265,7 @@ struct Keyspace {
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.delete(key) }) else { return false }
         keyChanged(key)
         server.persistence.record(.delete(cache: cache.name, key: key))
+        changed(.deleted, key)
         return true
     }
 
@@ -265,6 +277,7 @@ struct Keyspace {
         guard try run({ _ throws(SQLiteKVCache.Error) in try engine.setExpiry(key, expiresAt) }) else { return false }
         keyChanged(key)
         server.persistence.record(.expire(cache: cache.name, key: key, at: expiresAt))
+        changed(.expirySet(expiresAt), key)
         return true
     }
 
@@ -276,6 +289,7 @@ struct Keyspace {
         }
         engine.clear()
         server.persistence.record(.clear(cache: cache.name))
+        server.trackingFlushed(cache)
     }
 
     /// Exchanges the contents of this cache and `other` (SWAPDB), at once:

@@ -9,7 +9,15 @@ import SQLiteKVCache
 final class OpenCache {
     let name: String
     /// The engine serving the cache; nil when its file could not be opened.
-    var engine: CacheEngine?
+    var engine: CacheEngine? { didSet { attachObserver() } }
+    /// Told of the engine's changes (Server: keyspace events), whichever engine serves the cache.
+    var onEngineEvent: ((OpenCache, CacheEvent) -> Void)? { didSet { attachObserver() } }
+
+    private func attachObserver() {
+        guard let engine else { return }
+        guard let sink = onEngineEvent else { engine.onEvent = nil; return }
+        engine.onEvent = { [unowned self] event in sink(self, event) }
+    }
     /// Why the file could not be opened, if it could not; kept until reopened.
     var openError: SQLiteKVCache.Error?
     var hits = 0

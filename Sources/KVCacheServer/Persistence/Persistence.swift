@@ -58,7 +58,7 @@ final class Persistence {
     /// `appendonly yes`: every change is logged; otherwise only the
     /// records that change several caches.
     private var everyChangeLogged: Bool { server.config.appendOnly }
-    private var transactionDepth = 0
+    private(set) var transactionDepth = 0
     /// The running command changed a live value in place: it is logged as itself.
     private var commandLive = false
     /// What the running command is logged as instead of its arguments (SPOP as SREM).

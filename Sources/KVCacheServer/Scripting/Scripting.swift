@@ -249,7 +249,8 @@ final class Scripting: LuaInterpreter.Host {
         if writes { run.wroteData = true }
         run.client.protocolVersion = resp
         run.client.output.removeAll(keepingCapacity: true)
-        Arguments.withCopy(of: args) { server.executeForScript(command, $0, on: run.client) }
+        Arguments.withCopy(of: args) { server.executeForScript(command, $0, on: run.client, caller: run.caller,
+                                                                          callerRequest: run.request) }
         return (false, run.client.output)
     }
 

@@ -12,7 +12,12 @@ extension Server {
     /// the counters, SLOWLOG, MONITOR, and its part of the script's record.
     /// The script's own checks (Scripting.call) came first; the client
     /// never waits for room in the memtables (the script is one unit).
-    func executeForScript(_ command: Command, _ args: Arguments, on connection: Connection) {
+    /// - Parameters:
+    ///   - caller: the client that ran the script, and `callerRequest` its
+    ///     EVAL/FCALL: when the script runs a read-only command, the keys the
+    ///     script declared are tracked for the caller (CLIENT TRACKING), as Redis.
+    func executeForScript(_ command: Command, _ args: Arguments, on connection: Connection, caller: Connection? = nil,
+                          callerRequest: [[UInt8]] = []) {
         stats.totalCommandsProcessed += 1
         connection.lastCommand = command.subcommands.isEmpty || args.count < 2
             ? command.name : command.name + "|" + args[1].lowercasedText
@@ -24,6 +29,17 @@ extension Server {
         let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
+        // Keyspace events are named by the script's command, not by EVAL.
+        let namingEvents = eventSource != nil || wantsKeyspaceEvents
+        let outerEvents = namingEvents ? beginKeyspaceEvents(command, args) : nil
+        defer { if namingEvents { endKeyspaceEvents(outerEvents) } }
+        defer {
+            if let caller, caller.tracking != nil, command.flags.contains("readonly"), callerRequest.count >= 3,
+               let numkeys = Int(String(decoding: callerRequest[2], as: UTF8.self)), numkeys > 0,
+               callerRequest.count >= 3 + numkeys {
+                trackingRemember(caller, keys: Array(callerRequest[3..<(3 + numkeys)]))
+            }
+        }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {

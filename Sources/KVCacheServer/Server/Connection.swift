@@ -35,6 +35,19 @@ final class Connection {
     var noEvict = false
     /// Whether the client ran MONITOR.
     var isMonitor = false
+    /// Its Pub/Sub channels, patterns and shard channels (Server/PubSub.swift).
+    var subscriptions = Subscriptions()
+    /// CLIENT TRACKING's state while it is on (Server/Tracking.swift).
+    var tracking: ClientTracking?
+    /// CLIENT REPLY OFF, and SKIP (the next command's reply is dropped).
+    var replyOff = false
+    var replySkipNext = false
+    /// The running command's reply is being skipped (CLIENT REPLY ON stops it).
+    var replySkipping = false
+    /// Nesting of commands whose replies are being dropped; pushes made
+    /// meanwhile wait in `heldPushes` and are kept.
+    var silenced = 0
+    var heldPushes: [UInt8] = []
     /// The TLS session of a client of the TLS port.
     var tls: TLSSession?
     /// Whether the client has passed AUTH (always true with no password set).
@@ -93,16 +106,22 @@ final class Connection {
         let nameText = String(decoding: name, as: UTF8.self)
         let events = waitingToWrite ? "rw" : "r"
         var flags = isMonitor ? "O" : ""
+        if subscriptions.active { flags += "P" }
         if transaction != nil { flags += "x" }
         if blocked != nil || postponed != nil { flags += "b" }
+        if let tracking {
+            flags += "t"
+            if tracking.brokenRedirect { flags += "R" }
+            if tracking.bcast { flags += "B" }
+        }
         if dirtyCAS { flags += "d" }
         if noEvict { flags += "e" }
         if flags.isEmpty { flags = "N" }
         let multi = transaction.map { $0.commands.count } ?? -1
         return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
-            + "db=\(databaseLabel) sub=0 psub=0 ssub=0 multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
+            + "db=\(databaseLabel) sub=\(subscriptions.channels.count) psub=\(subscriptions.patterns.count) ssub=\(subscriptions.shardChannels.count) multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
             + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
             + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
-            + "events=\(events) cmd=\(lastCommand) user=default redir=-1 resp=\(protocolVersion)"
+            + "events=\(events) cmd=\(lastCommand) user=default redir=\(tracking.map { $0.redirect } ?? -1) resp=\(protocolVersion)"
     }
 }

@@ -137,6 +137,8 @@ extension Server {
         if connection.blocked != nil { unblock(connection) }
         if connection.postponed != nil { postponedClients.removeAll { $0 === connection } }
         unwatchAll(connection)
+        unsubscribeAll(connection)
+        disableTracking(connection)
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {

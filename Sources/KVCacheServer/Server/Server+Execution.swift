@@ -112,6 +112,25 @@ extension Server {
     /// authentication), the monitor feed, the handler, and the counters
     /// INFO commandstats/errorstats and SLOWLOG report.
     func execute(_ args: Arguments, for connection: Connection) {
+        guard connection.silenced == 0, connection.replyOff || connection.replySkipNext else {
+            return executeCommand(args, for: connection)
+        }
+        // CLIENT REPLY OFF or SKIP: the reply is dropped, pushes are kept.
+        connection.replySkipping = connection.replySkipNext
+        connection.replySkipNext = false
+        let mark = connection.output.count
+        connection.silenced += 1
+        executeCommand(args, for: connection)
+        connection.silenced -= 1
+        if connection.replySkipping || connection.replyOff {
+            connection.output.removeSubrange(mark...)
+        }
+        connection.replySkipping = false
+        connection.output.append(contentsOf: connection.heldPushes)
+        connection.heldPushes.removeAll()
+    }
+
+    private func executeCommand(_ args: Arguments, for connection: Connection) {
         stats.totalCommandsProcessed += 1
         if Self.isCrossProtocolAttack(args[0]) {
             logger.warning("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands "
@@ -139,6 +158,12 @@ extension Server {
             reject(connection, ReplyError("ERR Command not allowed inside a transaction"), stats: stats)
             return
         }
+        if pubsub.subscribedClients > 0 && connection.protocolVersion == 2 && connection.subscriptions.active
+            && !PubSub.allowedWhileSubscribed.contains(command.name) {
+            reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
+                + "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"), stats: stats)
+            return
+        }
         if (persistence.loading || rejoin != nil) && !persistence.replaying && !command.flags.contains("loading") {
             reject(connection, .loading, stats: stats)
             return
@@ -162,6 +187,8 @@ extension Server {
             postpone(connection, args)
             return
         }
+        // Client-side caching's table stays within tracking-table-max-keys (Redis's processCommand).
+        if trackingActive { trackingLimitKeys() }
         if let queued = connection.transaction, !command.isTransactionControl {
             queued.commands.append(args.copies)
             connection.replySimple("QUEUED")
@@ -185,6 +212,15 @@ extension Server {
         var failure: ReplyError?
         commandDepth += 1
         defer { commandDepth -= 1 }
+        // Keyspace events are collected only while someone may want them.
+        let namingEvents = eventSource != nil || wantsKeyspaceEvents
+        let outerEvents = namingEvents ? beginKeyspaceEvents(command, args) : nil
+        defer { if namingEvents { endKeyspaceEvents(outerEvents) } }
+        // Client-side caching: the keys a tracking client read, and its own
+        // invalidations after its reply.
+        let tracked = trackingActive || tracking.depth > 0
+        if tracked { trackingBeginCommand(connection) }
+        defer { if tracked { trackingEndCommand(connection, command, args) } }
         do {
             try command.handler(CommandContext(server: self, connection: connection, args: args))
         } catch let error as ReplyError {

@@ -62,7 +62,7 @@ extension Server {
                 "client_recent_max_input_buffer:0",
                 "client_recent_max_output_buffer:0",
                 "blocked_clients:\(blockedCount + postponedCount)",
-                "tracking_clients:0",
+                "tracking_clients:\(tracking.clients.count)",
                 "clients_in_timeout_table:\(connections.reduce(0) { $0 + ($1?.blocked?.deadline != nil ? 1 : 0) })",
             ]
         case "replication":
@@ -157,8 +157,12 @@ extension Server {
                 "keyspace_misses:\(stats.keyspaceMisses)",
                 "memory_tier_hits:\(all.reduce(0) { $0 + $1.tierHits })",
                 "memory_tier_misses:\(all.reduce(0) { $0 + $1.tierMisses })",
-                "pubsub_channels:0",
-                "pubsub_patterns:0",
+                "pubsub_channels:\(pubsub.channels.count)",
+                "pubsub_patterns:\(pubsub.patterns.count)",
+                "pubsubshard_channels:\(pubsub.shardChannels.count)",
+                "tracking_total_keys:\(tracking.table.count)",
+                "tracking_total_items:\(tracking.totalItems)",
+                "tracking_total_prefixes:\(tracking.prefixes.count)",
                 "total_error_replies:\(stats.totalErrorReplies)",
                 "acl_access_denied_auth:\(stats.authFailures)",
                 "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",

@@ -64,6 +64,8 @@ extension Server {
     func cron(now: Int64) {
         resumeListenersIfDue(now: now)
         if config.maxMemory > 0 { refreshClientBufferBytes() }
+        // The tracking table's bound, even when idle after a CONFIG SET (as Redis's serverCron).
+        if !tracking.table.isEmpty { trackingLimitKeys() }
         opsSamples.append((now, stats.totalCommandsProcessed))
         if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {

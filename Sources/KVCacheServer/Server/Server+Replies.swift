@@ -23,6 +23,8 @@ extension Server {
     /// handleClientsWithPendingWrites), holding those that wait for the
     /// log's fsync; runs after the log is written.
     func sendQueuedReplies() {
+        if !pubsub.doomed.isEmpty { closeDoomedSubscribers() }
+        if !tracking.broadcastKeys.isEmpty { trackingBroadcast() }
         let synced = persistence.syncedLSN
         for connection in clientsWithReplies {
             connection.queuedForReplies = false
@@ -33,8 +35,10 @@ extension Server {
                 continue
             }
             sendReplies(connection)
+            checkSubscriberLimit(connection)
         }
         clientsWithReplies.removeAll(keepingCapacity: true)
+        if !pubsub.doomed.isEmpty { closeDoomedSubscribers() }
     }
 
     /// Writes as much of a client's unsent replies as the socket takes
@@ -63,6 +67,14 @@ extension Server {
                 connection.outputSent += n
                 stats.netOutputBytes += n
             case .wouldBlock:
+                // A client that never catches up (a busy subscriber) would keep
+                // what it was sent in front of what it was not: drop the sent
+                // part once it is most of the buffer, so memory follows the
+                // unsent bytes the output limits bound.
+                if connection.outputSent >= 1 << 16 && connection.outputSent * 2 >= connection.output.count {
+                    connection.output.removeFirst(connection.outputSent)
+                    connection.outputSent = 0
+                }
                 if connection.unwatched {
                     connection.unwatched = false
                     try? epoll.add(connection.fd, token: connection.token, interest: [.readable, .writable])
@@ -104,7 +116,7 @@ extension Server {
     /// - Returns: whether it was closed.
     @discardableResult
     func overOutputLimit(_ connection: Connection, now: Int64 = Server.nowMilliseconds()) -> Bool {
-        let limit = config.outputBufferLimit
+        let limit = connection.subscriptions.active ? config.pubsubOutputBufferLimit : config.outputBufferLimit
         let pending = connection.pendingOutput
         var over = limit.hard > 0 && pending > limit.hard
         if limit.soft > 0 && pending > limit.soft {

@@ -107,6 +107,15 @@ public final class Server {
 
     /// Clients in MONITOR mode, fed every command others run.
     var monitors: [Connection] = []
+    /// Pub/Sub's channels and patterns (Server/PubSub.swift).
+    let pubsub = PubSub()
+    /// Client-side caching's tables (Server/Tracking.swift).
+    let tracking = Tracking()
+    /// The keyspace events of the running command, published when it ends
+    /// (Keyspace/KeyspaceEvents.swift).
+    var pendingKeyspaceEvents: [KeyspaceEvent] = []
+    /// The command whose changes are being named, while it runs.
+    var eventSource: EventSource?
     var slowlog = SlowLog()
 
     // MARK: Scripting (Scripting/)
@@ -135,6 +144,8 @@ public final class Server {
 
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
+    /// DEBUG PAUSE-CRON: the cron's work is skipped while set.
+    var cronPaused = false
     static let sweepBatch = 32
     /// Entries one step of background eviction removes at most.
     static let evictionBatch = 256
@@ -194,6 +205,13 @@ public final class Server {
         try epoll.add(signals.fd, token: Self.signalToken, interest: .readable)
         persistence = try Persistence(server: self, config: config)
         registry.onOpen = { [unowned self] engine in persistence.cacheOpened(engine) }
+        registry.onEngineEvent = { [unowned self] cache, event in
+            switch event {
+            case .expired(let key): keyChanged(.expired, key, in: cache)
+            case .evicted(let key): keyChanged(.evicted, key, in: cache)
+            default: break
+            }
+        }
         try epoll.add(persistence.wakeFD, token: Self.wakeToken, interest: .readable)
         for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
             for host in config.bind {
@@ -311,7 +329,7 @@ public final class Server {
             persistence.beforeReplies()
             sendQueuedReplies()
             let now = Self.nowMilliseconds()
-            if now - lastCron >= 100 {
+            if now - lastCron >= 100 && !cronPaused {
                 lastCron = now
                 cron(now: now)
             }
