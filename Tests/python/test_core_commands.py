@@ -836,3 +836,20 @@ def test_function_flush_errors(raw):
 def test_wrong_arity(raw, args, name):
     assert raw.command(*args) == ("error", arity(name))
     assert raw.command("PING") == "PONG"
+
+
+@pytest.mark.parametrize("command", ["OBJECT", "SLOWLOG", "CLIENT", "MEMORY", "LATENCY", "PUBSUB", "SCRIPT",
+                                     "FUNCTION", "CONFIG", "COMMAND", "XINFO"])
+def test_help_replies_are_redis_status_lines(server, real_redis, command):
+    """`<command> HELP` as Redis's addReplyHelp sends it: status lines, its
+    header and trailer; the same lines as redis-server wherever this server
+    offers the same subcommands."""
+    ours, theirs = server.raw(), real_redis.raw()
+    mine, redis = ours.command(command, "HELP"), theirs.command(command, "HELP")
+    ours.close()
+    theirs.close()
+    if isinstance(mine, tuple):  # a command this server does not have
+        assert mine[0] == "error" and command == "XINFO", mine
+        return
+    assert all(isinstance(line, str) for line in mine), mine
+    assert mine[0] == redis[0] and mine[-2:] == redis[-2:] == ["HELP", "    Prints this help."]

@@ -193,7 +193,7 @@ private func client(_ ctx: CommandContext) throws {
         }
         c.replyOK()
     case "help":
-        c.replyBulkArray([
+        c.replyHelp([
             "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "GETNAME", "    Return the name of the current connection.",
             "ID", "    Return the ID of the current connection.",
@@ -204,7 +204,7 @@ private func client(_ ctx: CommandContext) throws {
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "UNPAUSE", "    Stop the current client pause, resuming traffic.",
-        ].map { Array($0.utf8) })
+        ])
     default:
         if try clientTrackingSubcommand(ctx, sub) { return }
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "client")

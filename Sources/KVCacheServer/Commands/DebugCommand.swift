@@ -106,7 +106,7 @@ private func debug(_ ctx: CommandContext) throws {
         let count = (try collectionValue(of: entry) as? LiveCollection)?.count ?? 0
         ctx.connection.replyVerbatim("Hash table 0 stats (main hash table):\n table size: \(count)\n number of elements: \(count)\n")
     case "help":
-        ctx.connection.replyBulkArray([
+        ctx.connection.replyHelp([
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "DIGEST", "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
@@ -118,7 +118,7 @@ private func debug(_ ctx: CommandContext) throws {
             "SET-ACTIVE-EXPIRE <0|1>", "    Switch the expiry of keys in the background off or on.",
             "SLEEP <seconds>", "    Stop the server for <seconds>.",
             "WRITER PAUSE|RESUME", "    Hold the writer thread (changes stay in memory and in the log).",
-        ].map { Array($0.utf8) })
+        ])
     case "digest-value":
         ctx.connection.replyArrayHeader(ctx.args.count - 2)
         for key in ctx.args.dropFirst(2) {

@@ -43,12 +43,12 @@ private func slowlog(_ ctx: CommandContext) throws {
         ctx.server.slowlog.reset()
         c.replyOK()
     case "help":
-        c.replyBulkArray([
+        c.replyHelp([
             "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
             "LEN", "    Return the length of the slowlog.",
             "RESET", "    Reset the slowlog.",
-        ].map { Array($0.utf8) })
+        ])
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "slowlog")
     }
@@ -108,7 +108,7 @@ func quoteForMonitor(_ bytes: some Collection<UInt8>) -> String {
 private func object(_ ctx: CommandContext) throws {
     let sub = ctx.option(1)
     if sub == "help" {
-        ctx.connection.replyBulkArray([
+        ctx.connection.replyHelp([
             "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "ENCODING <key>", "    Return the kind of internal representation used in order to store the value",
             "    associated with a <key>.",
@@ -118,7 +118,7 @@ private func object(_ ctx: CommandContext) throws {
             "    seconds elapsed since the last access to the key.",
             "REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
             "    <key>.",
-        ].map { Array($0.utf8) })
+        ])
         return
     }
     guard ["encoding", "refcount", "idletime", "freq"].contains(sub) else {

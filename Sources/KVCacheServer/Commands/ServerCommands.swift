@@ -35,6 +35,21 @@ private func command(_ ctx: CommandContext) throws {
     }
     let sub = ctx.option(1)
     switch sub {
+    case "help" where ctx.args.count == 2:
+        c.replyHelp([
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)", "    Return details about all Redis commands.",
+            "COUNT", "    Return the total number of commands in this Redis server.",
+            "LIST", "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]", "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]", "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>", "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>", "    Return the keys and the access flags from a full Redis command.",
+        ])
     case "count":
         guard ctx.args.count == 2 else { throw ReplyError.wrongArity("command|count") }
         c.replyInteger(table.all.count)
@@ -65,6 +80,14 @@ private func command(_ ctx: CommandContext) throws {
 private func config(_ ctx: CommandContext) throws {
     let sub = ctx.option(1)
     switch sub {
+    case "help" where ctx.args.count == 2:
+        ctx.connection.replyHelp([
+            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+            "RESETSTAT", "    Reset statistics reported by the INFO command.",
+            "REWRITE", "    Rewrite the configuration file.",
+        ])
     case "get":
         guard ctx.args.count >= 3 else { throw ReplyError.wrongArity("config|get") }
         var pairs: [(String, String)] = []

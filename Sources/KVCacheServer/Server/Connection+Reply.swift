@@ -17,10 +17,13 @@ extension Connection {
     func replyArrayHeader(_ count: Int) { RESPEncoder.arrayHeader(count, into: &output) }
     func replyMapHeader(_ count: Int) { RESPEncoder.mapHeader(count, into: &output, version: protocolVersion) }
     func replyBulkArray(_ items: [[UInt8]]) { RESPEncoder.bulkArray(items, into: &output) }
-    /// A HELP reply as Redis's `addReplyHelp` sends it: status lines.
+    /// A HELP reply as Redis's `addReplyHelp` sends it: status lines, ending
+    /// with Redis's own `HELP` entry (added when `lines` lack it).
     func replyHelp(_ lines: [String]) {
-        replyArrayHeader(lines.count)
-        for line in lines { replySimple(line) }
+        let trailer = ["HELP", "    Prints this help."]
+        let all = lines.suffix(2) == trailer[...] ? lines : lines + trailer
+        replyArrayHeader(all.count)
+        for line in all { replySimple(line) }
     }
     func reply(_ value: RESPValue) { value.encode(into: &output, version: protocolVersion) }
 
