@@ -40,15 +40,7 @@ extension Server {
                 trackingRemember(caller, keys: Array(callerRequest[3..<(3 + numkeys)]))
             }
         }
-        do {
-            try command.handler(CommandContext(server: self, connection: connection, args: args))
-        } catch let error as ReplyError {
-            failure = error
-        } catch let error as SQLiteKVCache.Error {
-            failure = .engine(error)
-        } catch {
-            failure = ReplyError("ERR \(error)")
-        }
+        failure = runHandler(command, connection, args)
         let elapsed = Self.monotonicMicroseconds() - began
         command.stats.calls += 1
         command.stats.microseconds += elapsed

@@ -130,15 +130,7 @@ extension Server {
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
         Arguments.withCopy(of: state.args) { args in
-            do {
-                try state.command.handler(CommandContext(server: self, connection: client, args: args))
-            } catch let error as ReplyError {
-                failure = error
-            } catch let error as SQLiteKVCache.Error {
-                failure = .engine(error)
-            } catch {
-                failure = ReplyError("ERR \(error)")
-            }
+            failure = runHandler(state.command, client, args)
             if let lsn = persistence.commandFinished(recording, cache: state.cache.name, args: args) {
                 client.awaitingLSN = lsn
             }

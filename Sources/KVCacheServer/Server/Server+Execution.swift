@@ -221,15 +221,7 @@ extension Server {
         let tracked = trackingActive || tracking.depth > 0
         if tracked { trackingBeginCommand(connection) }
         defer { if tracked { trackingEndCommand(connection, command, args) } }
-        do {
-            try command.handler(CommandContext(server: self, connection: connection, args: args))
-        } catch let error as ReplyError {
-            failure = error
-        } catch let error as SQLiteKVCache.Error {
-            failure = .engine(error)
-        } catch {
-            failure = ReplyError("ERR \(error)")
-        }
+        failure = runHandler(command, connection, args)
         let elapsed = Self.monotonicMicroseconds() - began
         stats.calls += 1
         stats.microseconds += elapsed
@@ -303,6 +295,21 @@ extension Server {
     }
 
     /// Answers an error for a command refused before it ran (unknown, arity, NOAUTH).
+    /// Runs `command`'s handler for `connection`.
+    /// - Returns: the error it answered with, as a reply (nil on success).
+    func runHandler(_ command: Command, _ connection: Connection, _ args: Arguments) -> ReplyError? {
+        do {
+            try command.handler(CommandContext(server: self, connection: connection, args: args))
+            return nil
+        } catch let error as ReplyError {
+            return error
+        } catch let error as SQLiteKVCache.Error {
+            return .engine(error)
+        } catch {
+            return ReplyError("ERR \(error)")
+        }
+    }
+
     /// Refuses the command about to run, as Redis's `rejectCommand`: inside
     /// MULTI a refused command fails the transaction, and a refused EXEC
     /// drops it whole (`execCommandAbort`: `EXECABORT Transaction discarded
