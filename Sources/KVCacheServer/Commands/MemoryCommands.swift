@@ -143,8 +143,8 @@ struct MemoryFigures {
         active = Int(info.arena + info.hblkhd)
         residentAnon = processStatusBytes("RssAnon") ?? residentSetBytes()
         rss = residentSetBytes()
-        server.peakMemory = max(server.peakMemory, allocated)
-        peak = server.peakMemory
+        server.peakAllocated = max(server.peakAllocated, allocated)
+        peak = server.peakAllocated
         startup = min(server.startupMemory, allocated)
         var buffers = 0, count = 0
         for case let connection? in server.connections {

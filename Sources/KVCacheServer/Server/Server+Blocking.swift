@@ -130,7 +130,24 @@ extension Server {
         let began = Self.monotonicMicroseconds()
         var failure: ReplyError?
         Arguments.withCopy(of: state.args) { args in
+            // As the loop runs a command: its keyspace events named after it,
+            // and the client's own invalidations after its reply.
+            let namingEvents = eventSource != nil || wantsKeyspaceEvents
+            let outerEvents = namingEvents ? beginKeyspaceEvents(state.command, args) : nil
+            // The woken client's command is its own, even when the push that
+            // woke it is still running: its tracking scope starts afresh.
+            let tracked = trackingActive || tracking.depth > 0
+            let outer = (tracking.current, tracking.depth, tracking.pending, tracking.nullSent)
+            if tracked {
+                (tracking.current, tracking.depth, tracking.pending) = (nil, 0, [])
+                trackingBeginCommand(client)
+            }
             failure = runHandler(state.command, client, args)
+            if tracked {
+                trackingEndCommand(client, state.command, args)
+                (tracking.current, tracking.depth, tracking.pending, tracking.nullSent) = outer
+            }
+            if namingEvents { endKeyspaceEvents(outerEvents) }
             if let lsn = persistence.commandFinished(recording, cache: state.cache.name, args: args) {
                 client.awaitingLSN = lsn
             }

@@ -104,17 +104,26 @@ extension Server {
         case "memory":
             refreshClientBufferBytes()
             let rss = residentSetBytes()
-            peakMemory = max(peakMemory, rss)
+            // used_memory is what maxmemory limits, as in Redis: here the data
+            // (content bytes over every cache) and the clients' buffers. The
+            // process's own memory is used_memory_rss (VmRSS, with mapped
+            // file pages) and used_memory_rss_anon (RssAnon).
+            let used = dataBytes + clientBufferBytes
+            peakMemory = max(peakMemory, used)
             let open = registry.open.values.compactMap { $0.statistics() }
             let tierBytes = open.reduce(0) { $0 + $1.tierBytes }
             let contentBytes = open.reduce(0) { $0 + $1.contentBytes }
             return [
-                "used_memory:\(rss)",
-                "used_memory_human:\(humanBytes(rss))",
+                "used_memory:\(used)",
+                "used_memory_human:\(humanBytes(used))",
                 "used_memory_rss:\(rss)",
                 "used_memory_rss_human:\(humanBytes(rss))",
+                "used_memory_rss_anon:\(processStatusBytes("RssAnon") ?? rss)",
                 "used_memory_peak:\(peakMemory)",
                 "used_memory_peak_human:\(humanBytes(peakMemory))",
+                "used_memory_dataset:\(dataBytes)",
+                "mem_clients_normal:\(clientBufferBytes)",
+                "mem_not_counted_for_evict:0",
                 "total_system_memory:\(Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE))))",
                 "maxmemory:\(config.maxMemory)",
                 "maxmemory_human:\(humanBytes(config.maxMemory))",

@@ -162,6 +162,8 @@ public final class Server {
     /// What malloc had handed out when the loop started (MEMORY STATS's
     /// `startup.allocated`).
     var startupMemory = 0
+    /// The most malloc has handed out, as MEMORY STATS has seen it.
+    var peakAllocated = 0
     /// `rejoin-policy expire`'s pass over what the caches held at start-up,
     /// while it runs; then how many keys it capped and deleted.
     var rejoin: RejoinPass?
