@@ -71,6 +71,15 @@ DEFAULT_SKIPS = {
          "the file's only test of streams (XGROUP, XREAD), which this server does not have (left out of "
          "issue 15 on purpose); unskipped, it stops the whole file at its 28th test"),
     ],
+    "unit/keyspace": [
+        ("COPY basic usage for stream", "streams (XADD), which this server does not have (left out of issue 15 "
+         "on purpose); unskipped, it stops the file at its 41st test"),
+        ("COPY basic usage for stream-cgroups", "streams (XADD, XGROUP), as the test before"),
+    ],
+    "unit/pubsub": [
+        ("Keyspace notifications: stream events test", "streams (XGROUP), which this server does not have; "
+         "unskipped, it stops the file before its last five tests"),
+    ],
 }
 
 # A test's outcome on one server.

@@ -272,6 +272,12 @@ public final class Server {
         slowlog.threshold = newConfig.slowlogSlowerThan
         slowlog.maxLength = newConfig.slowlogMaxLength
         latency.threshold = newConfig.latencyMonitorThreshold
+        if newConfig.maxMemory > 0 && maxMemoryUsed > newConfig.maxMemory {
+            // As Redis's startEvictionTimeProc: a lowered maxmemory evicts
+            // right away, in the background, not at the next write.
+            maxMemoryEvictionPending = true
+            backgroundWorkPending = true
+        }
     }
 
     // MARK: The loop
