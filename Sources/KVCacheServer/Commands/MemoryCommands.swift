@@ -139,9 +139,12 @@ struct MemoryFigures {
 
     init(_ server: Server) {
         let info = mallinfo2()
-        allocated = Int(info.uordblks + info.hblkhd)
-        active = Int(info.arena + info.hblkhd)
         residentAnon = processStatusBytes("RssAnon") ?? residentSetBytes()
+        // A sanitizer's runtime replaces malloc and leaves glibc's figures
+        // at zero: the process's own memory stands in for them then.
+        let heap = Int(info.uordblks + info.hblkhd)
+        allocated = heap > 0 ? heap : residentAnon
+        active = heap > 0 ? Int(info.arena + info.hblkhd) : residentAnon
         rss = residentSetBytes()
         server.peakAllocated = max(server.peakAllocated, allocated)
         peak = server.peakAllocated
