@@ -72,11 +72,7 @@ private func latency(_ ctx: CommandContext) throws {
             "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
             "    If no commands are specified then all histograms are replied.",
         ]
-        c.replyArrayHeader(lines.count + 3)
-        c.replySimple("\(ctx.text(0).uppercased()) <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-        for line in lines { c.replySimple(line) }
-        c.replySimple("HELP")
-        c.replySimple("    Prints this help.")
+        c.replyHelp(ctx.text(0), lines)
     }
 }
 

@@ -167,9 +167,7 @@ struct MemoryFigures {
     /// and the expires table's, as `MEMORY STATS` counts them.
     static func tableOverhead(_ count: Int) -> Int {
         guard count > 0 else { return 0 }
-        var slots = 4
-        while slots < count { slots *= 2 }
-        return count * RedisFootprint.dictEntry + slots * 8
+        return count * RedisFootprint.dictEntry + RedisFootprint.slots(count: count) * 8
     }
 
     func stats() -> [(String, Value)] {

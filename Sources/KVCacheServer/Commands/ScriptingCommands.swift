@@ -34,17 +34,6 @@ let scriptingCommands: [Command] = [
             subcommands: ["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"]),
 ]
 
-extension Connection {
-    /// Redis's addReplyHelp: the header, the lines, and HELP's own.
-    func replyHelp(_ command: String, _ lines: [String]) {
-        replyArrayHeader(lines.count + 3)
-        replySimple("\(command.uppercased()) <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-        for line in lines { replySimple(line) }
-        replySimple("HELP")
-        replySimple("    Prints this help.")
-    }
-}
-
 /// A subcommand's arity, as Redis checks it for subcommands.
 private func checkArity(_ ctx: CommandContext, _ arity: Int) throws(ReplyError) {
     let ok = arity >= 0 ? ctx.args.count == arity : ctx.args.count >= -arity

@@ -25,6 +25,11 @@ extension Connection {
         replyArrayHeader(all.count)
         for line in all { replySimple(line) }
     }
+
+    /// The same, with Redis's header line for `command` before `lines`.
+    func replyHelp(_ command: String, _ lines: [String]) {
+        replyHelp(["\(command.uppercased()) <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"] + lines)
+    }
     func reply(_ value: RESPValue) { value.encode(into: &output, version: protocolVersion) }
 
     func replyOptionalBulk(_ bytes: [UInt8]?) {

@@ -112,10 +112,14 @@ enum RedisFootprint {
 
     /// A dictionary's table: its struct and a slot per power of two at or
     /// above the count (four at least), as Redis's expansion leaves it.
-    static func table(count: Int) -> Int {
+    static func table(count: Int) -> Int { dict + 8 * slots(count: count) }
+
+    /// A dictionary's slots for `count` entries: the power of two at or
+    /// above it, four at least.
+    static func slots(count: Int) -> Int {
         var slots = 4
         while slots < count { slots *= 2 }
-        return dict + 8 * slots
+        return slots
     }
 
     /// The average of `sampled` per-element costs, scaled to `count`.
