@@ -75,6 +75,13 @@ final class Command: Sendable {
         self.isFast = flags.contains("fast")
     }
 
+    /// The same command with counters of its own: each server counts its
+    /// own calls (the test suite runs several servers in one process).
+    func withOwnCounters() -> Command {
+        Command(name: name, arity: arity, flags: flags, firstKey: firstKey, lastKey: lastKey, step: step,
+                group: group, summary: summary, handler: handler, subcommands: subcommands)
+    }
+
     /// The counters a call with these arguments counts against: its
     /// subcommand's, or the command's own.
     func stats(for args: Arguments) -> CommandStats {
@@ -222,6 +229,11 @@ struct CommandTable: Sendable {
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
         + scriptingCommands + geoCommands + pubsubCommands)
+
+    /// The same commands with counters of their own, for one server.
+    func withOwnCounters() -> CommandTable {
+        CommandTable(byName.values.map { $0.withOwnCounters() })
+    }
 
     /// The table with `rename-command` applied: each command listed answers
     /// to its new name only, or to none when the new name is empty.

@@ -185,7 +185,7 @@ public final class Server {
         epoll = try Epoll()
         umask(0o077)  // cache files, lock files and logs: owner only
         registry = try CacheRegistry(config: config, logger: logger)
-        commands = try CommandTable.standard.renamed(config.renamedCommands)
+        commands = try CommandTable.standard.withOwnCounters().renamed(config.renamedCommands)
         if let old = config.deprecatedDurability {
             logger.warning("'durability \(old)' is deprecated: it now means 'appendonly \(config.appendOnly ? "yes" : "no")'; "
                 + "use appendonly and appendfsync")
