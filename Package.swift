@@ -30,8 +30,11 @@ let package = Package(
         .target(name: "CLuaScripting", dependencies: ["CLua", "CCrypto"],
                 linkerSettings: [.linkedLibrary("lua5.1-cjson"), .linkedLibrary("lua5.1-bitop"), .linkedLibrary("crypto")]),
 
+        // CRC-32C with the CPU's crc32 instruction, for the log's checksums.
+        .target(name: "CChecksum"),
+
         // Storage: the embeddable engine. Knows nothing of the protocol or the server.
-        .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto"], swiftSettings: releaseSettings),
+        .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto", "CChecksum"], swiftSettings: releaseSettings),
         // Protocol: RESP parsing and encoding, no I/O.
         .target(name: "RESP", swiftSettings: releaseSettings),
         // Server: event loop, connections, command table, config, INFO.

@@ -163,6 +163,23 @@ struct CRC32CTests {
     @Test(arguments: [("", UInt32(0)), ("123456789", 0xE306_9283), ("The quick brown fox jumps over the lazy dog", 0x2262_0404)])
     func knownValues(text: String, crc: UInt32) {
         #expect(CRC32C.checksum(Array(text.utf8)) == crc)
+        let portable = Array(text.utf8).withUnsafeBytes { CRC32C.portableChecksum($0) }
+        #expect(portable == crc)
+    }
+
+    /// The crc32 instruction (where the CPU has it) and the portable
+    /// tables agree at every length and alignment.
+    @Test func hardwareAndPortableAgree() {
+        let data = (0..<4099).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) }
+        data.withUnsafeBytes { raw in
+            for start in [0, 1, 3, 8] {
+                for end in [start, start + 1, start + 7, start + 8, start + 63, 4099] {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[start..<end])
+                    #expect(CRC32C.checksum(slice, continuing: 0x1234_5678)
+                        == CRC32C.portableChecksum(slice, continuing: 0x1234_5678))
+                }
+            }
+        }
     }
 
     @Test func slicedAndBytewiseAgree() {

@@ -105,6 +105,8 @@ final class Persistence {
     private(set) var loadingStarted: Int64 = 0
     private(set) var loadedRecords = 0
     private(set) var recordsToLoad = 0
+    /// The engines a replay made room in.
+    private var reservedForReplay: Set<ObjectIdentifier> = []
 
     /// How often a seal happens when something changed (milliseconds).
     static let sealInterval: Int64 = 1000
@@ -611,10 +613,15 @@ final class Persistence {
         }
         reader = done ? nil : current
         if done {
-            let seconds = Double(Server.nowMilliseconds() - loadingStarted) / 1000
+            reservedForReplay = []
+            let now = Server.nowMilliseconds()
+            let seconds = Double(now - loadingStarted) / 1000
             server.logger.notice("DB loaded from append only file: \(String(format: "%.3f", seconds)) seconds "
                 + "(\(loadedRecords) records)")
-            sealRequested = true
+            // The replayed writes go to the writer at the next regular seal,
+            // a second from now: sealing them in this loop iteration would
+            // keep the clients waiting through LOADING waiting longer still.
+            lastSeal = now
             // Capacity waited for the replay to end (and for the writer's corrections).
             for cache in server.registry.open.values where cache.engine?.overCapacity ?? false { cache.needsEviction = true }
         }
@@ -636,7 +643,13 @@ final class Persistence {
         func engine(_ name: String) throws -> CacheEngine? {
             let cache = try registry.cache(named: name)
             guard let engine = cache.engine else { throw ReplyError.engine(cache.openError!) }
-            return engine.appliedLSN < lsn ? engine : nil  // the file holds it already
+            guard engine.appliedLSN < lsn else { return nil }  // the file holds it already
+            if reservedForReplay.insert(ObjectIdentifier(engine)).inserted {
+                // At most one slot per record still to come; beyond a
+                // million (a log over several caches) growth doubles as usual.
+                engine.reserveForReplay(min(recordsToLoad - loadedRecords, 1 << 20))
+            }
+            return engine
         }
         switch op {
         case .put(let cache, let key, let kind, let storageDate, let expiresAt, let metadata, let value):

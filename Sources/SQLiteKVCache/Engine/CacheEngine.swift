@@ -260,6 +260,11 @@ public final class CacheEngine {
     /// a replay ten times slower); the totals count the entry as new, and
     /// the writer corrects them when it applies the key (it reads the
     /// page it changes anyway). Capacity is enforced once the replay is done.
+    /// Makes room in memory for `records` more keys replayed from the log.
+    public func reserveForReplay(_ records: Int) {
+        table.reserve(records)
+    }
+
     public func replayPut(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
         let digest = hasher.digest(entry.key)
         guard !fileVoid, table.slot(digest) == nil else {

@@ -210,6 +210,14 @@ final class KeyTable {
     /// Sets the current state of `digest` (a row, or nil for deleted) and
     /// marks it for the next batch.
     @discardableResult
+    /// Makes room for `count` more slots at once (a replay knows how many
+    /// records are coming: growing the dictionary step by step rehashes
+    /// every slot again at each doubling).
+    func reserve(_ count: Int) {
+        slots.reserveCapacity(slots.count + count)
+        changed.reserveCapacity(changed.count + count)
+    }
+
     func write(_ digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot {
         let slot: KeySlot
         if let existing = slots[digest] {

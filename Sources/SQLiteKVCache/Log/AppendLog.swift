@@ -239,11 +239,31 @@ public final class AppendLog {
         return .success(.whole)
     }
 
-    private static func read(_ path: String) throws(Failure) -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .io(path: path, what: "read", errno: errno)
+    /// The bytes of the file at `path`, at most `limit`, read straight
+    /// into the array (a replay reads whole segments: no copy through Data).
+    private static func read(_ path: String, limit: Int = .max) throws(Failure) -> [UInt8] {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, what: "read", errno: errno) }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .io(path: path, what: "read", errno: errno) }
+        let size = min(Int(info.st_size), limit)
+        guard size > 0 else { return [] }
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            while count < size {
+                let n = Glibc.pread(fd, buffer.baseAddress! + count, size - count, off_t(count))
+                if n > 0 {
+                    count += n
+                } else if n == 0 || errno != EINTR {
+                    failure = n == 0 ? 0 : errno
+                    break
+                }
+            }
         }
-        return [UInt8](data)
+        if failure != 0 { throw .io(path: path, what: "read", errno: failure) }
+        return bytes
     }
 
     /// Creates segment `sequence` holding positions from `firstLSN`.
@@ -292,7 +312,7 @@ public final class AppendLog {
         public mutating func next() throws(Failure) -> LogRecord? {
             while offset >= bytes.count {
                 guard let segment = segments.popLast() else { return nil }
-                bytes = Array(try AppendLog.read(segment.path).prefix(segment.size))
+                bytes = try AppendLog.read(segment.path, limit: segment.size)
                 path = segment.path
                 offset = AppendLog.headerSize
             }

@@ -1,6 +1,11 @@
-/// CRC-32C (Castagnoli), the checksum of each log record, sliced by 8:
-/// about a byte per cycle, far under the cost of writing the record.
+import CChecksum
+
+/// CRC-32C (Castagnoli), the checksum of each log record: the CPU's crc32
+/// instruction where it has one (SSE4.2: several bytes per cycle, which a
+/// replay of a large log feels), otherwise sliced by 8 in Swift, about a
+/// byte per cycle.
 enum CRC32C {
+    private static let hardware = kv_crc32c_hardware_available() != 0
     /// Eight tables of 256 entries, one after the other.
     private static let table: [UInt32] = {
         var table = [UInt32](repeating: 0, count: 8 * 256)
@@ -20,6 +25,12 @@ enum CRC32C {
 
     /// The checksum of `bytes`, continuing from `crc` (0 to start).
     static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+        guard hardware else { return portableChecksum(bytes, continuing: crc) }
+        return kv_crc32c_hardware(crc, bytes.baseAddress, bytes.count)
+    }
+
+    /// The same checksum without the crc32 instruction.
+    static func portableChecksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
         var crc = ~crc
         var i = 0
         let count = bytes.count
