@@ -164,6 +164,23 @@ def test_volatile_ttl_evicts_the_soonest_to_expire_and_never_the_others(limited)
 
 
 @pytest.mark.kvcache_only
+def test_volatile_random_finds_the_one_key_with_an_expiry_among_many(limited):
+    """One key with an expiry among 300 without, all of them just written
+    (in memory, not yet in the cache file): volatile-random evicts that key
+    and no other, as Redis's volatile sampling of its expires dict does
+    (Redis's tracking test of eviction invalidations depends on it)."""
+    c = limited
+    fill(c, "keep", 300, size=100)
+    c.command("SET", "volatile-key", "x", "EX", "10000")
+    c.command("CONFIG", "SET", "maxmemory-policy", "volatile-random")
+    c.command("CONFIG", "SET", "maxmemory", str(used(c) - 10))
+    assert c.command("GET", "keep0") is not None  # a command: eviction runs before it
+    assert c.command("EXISTS", "volatile-key") == 0
+    assert all(c.command("EXISTS", "keep%d" % i) for i in range(300))
+    assert c.command("SET", "more", "x") == OOM
+
+
+@pytest.mark.kvcache_only
 def test_maxmemory_spans_every_cache_and_capacity_still_holds(limited, server):
     c = limited
     base = used(c)

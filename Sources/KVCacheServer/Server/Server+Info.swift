@@ -139,6 +139,10 @@ extension Server {
                 "number_of_cached_scripts:\(scripting.scripts.count)",
                 "number_of_functions:\(scripting.libraries.functionCount)",
                 "number_of_libraries:\(scripting.libraries.all.count)",
+                // Frees are never deferred here (lazyfree-* are accepted and
+                // ignored): nothing waits, nothing was freed in the background.
+                "lazyfree_pending_objects:0",
+                "lazyfreed_objects:0",
             ]
         case "persistence":
             return persistence.infoLines() + [

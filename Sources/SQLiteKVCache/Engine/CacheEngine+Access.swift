@@ -149,11 +149,24 @@ extension CacheEngine {
                                           storageDate: row.storageDate, seq: row.seq))
         }
         if volatileOnly && samples.isEmpty && !fileVoid {
-            // Few keys expire: the file's soonest to expire stand in.
-            for row in try file.evictionCandidates(.expiry, after: nil, limit: count) where table.slot(row.digest) == nil {
+            // Few keys expire: the file's soonest to expire stand in (as
+            // memory holds them, when it does).
+            for row in try file.evictionCandidates(.expiry, after: nil, limit: count) {
+                if let slot = table.slot(row.digest) {
+                    offer(slot)
+                    continue
+                }
                 samples.append(EvictionSample(key: row.key, idleMilliseconds: max(0, now - Int64(row.storageDate * 1000)),
                                               frequency: AccessTracking.initialFrequency, expiresAt: row.expiresAt,
                                               storageDate: row.storageDate, seq: row.seq))
+            }
+        }
+        if volatileOnly && samples.isEmpty {
+            // The keys with an expiry may all be in memory only (written
+            // since the last seal): look through memory for them.
+            table.visitSlots(limit: 1 << 16) { slot in
+                offer(slot)
+                return samples.count < count
             }
         }
         return samples

@@ -401,6 +401,12 @@ final class KeyTable {
     }
 
     /// Every unapplied slot, in no order.
+    /// Calls `body` with the slots in memory while it returns true, for at
+    /// most `limit` of them (a fallback when random samples found nothing).
+    func visitSlots(limit: Int, _ body: (KeySlot) -> Bool) {
+        for (visited, slot) in slots.values.enumerated() where visited >= limit || !body(slot) { return }
+    }
+
     var allUnapplied: [KeySlot] { unappliedIndex.flatMap { $0 } }
 
     // MARK: The clock
