@@ -255,16 +255,16 @@ public final class CacheEngine {
 
     // MARK: Replaying the log
 
-    /// Stores `entry` as a replay of the log does: when memory does not
-    /// know the key, the file is not asked (a lookup per record would make
-    /// a replay ten times slower); the totals count the entry as new, and
-    /// the writer corrects them when it applies the key (it reads the
-    /// page it changes anyway). Capacity is enforced once the replay is done.
     /// Makes room in memory for `records` more keys replayed from the log.
     public func reserveForReplay(_ records: Int) {
         table.reserve(records)
     }
 
+    /// Stores `entry` as a replay of the log does: when memory does not
+    /// know the key, the file is not asked (a lookup per record would make
+    /// a replay ten times slower); the totals count the entry as new, and
+    /// the writer corrects them when it applies the key (it reads the
+    /// page it changes anyway). Capacity is enforced once the replay is done.
     public func replayPut(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
         let digest = hasher.digest(entry.key)
         guard !fileVoid, table.slot(digest) == nil else {
