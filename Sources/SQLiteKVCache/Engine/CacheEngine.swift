@@ -138,7 +138,16 @@ public final class CacheEngine {
     /// The size and expiry of `digest`'s current row, without loading its value.
     func oldState(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> (size: Int, expiresAt: Int64?)? {
         if let slot = table.slot(digest) {
-            return slot.row.map { (slot.key.count + $0.bodySize, $0.expiresAt) }
+            guard slot.row != nil else { return nil }
+            // A value held as bytes: the slot's cost is its content size
+            // plus a constant, so no array header is read (reading the key's,
+            // the metadata's and the value's counts were cache misses worth
+            // a tenth of the loop's time under SET -P 16).
+            if case .bytes = slot.row!.value {
+                assert(slot.cost - KeyTable.overhead == slot.key.count + slot.row!.bodySize, "a slot's cost is stale")
+                return (slot.cost - KeyTable.overhead, slot.row!.expiresAt)
+            }
+            return (slot.key.count + slot.row!.bodySize, slot.row!.expiresAt)
         }
         if fileVoid { return nil }
         return try file.rowInfo(digest).map { ($0.size, $0.expiresAt) }
