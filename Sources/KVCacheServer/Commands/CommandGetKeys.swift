@@ -73,7 +73,7 @@ enum CommandKeys {
     }
 
     /// An array or a set's elements (COMMAND INFO answers sets in RESP3).
-    private static func list(_ value: RESPValue) -> [RESPValue]? {
+    static func list(_ value: RESPValue) -> [RESPValue]? {
         switch value {
         case .array(let items?): return items
         case .set(let items): return items
@@ -81,7 +81,7 @@ enum CommandKeys {
         }
     }
 
-    private static func dictionary(_ value: RESPValue) -> [String: RESPValue]? {
+    static func dictionary(_ value: RESPValue) -> [String: RESPValue]? {
         guard case .map(let pairs) = value else { return nil }
         var out: [String: RESPValue] = [:]
         for (k, v) in pairs {
@@ -94,7 +94,7 @@ enum CommandKeys {
         return out
     }
 
-    private static func flagNames(_ spec: [String: RESPValue]) -> [String] {
+    static func flagNames(_ spec: [String: RESPValue]) -> [String] {
         guard case .set(let flags)? = spec["flags"] else { return [] }
         return flags.compactMap {
             switch $0 {
@@ -105,12 +105,12 @@ enum CommandKeys {
         }
     }
 
-    private static func int(_ value: RESPValue?) -> Int? {
+    static func int(_ value: RESPValue?) -> Int? {
         if case .integer(let n)? = value { return Int(n) }
         return nil
     }
 
-    private static func text(_ value: RESPValue?) -> String? {
+    static func text(_ value: RESPValue?) -> String? {
         switch value {
         case .some(.bulk(let b?)): return String(decoding: b, as: UTF8.self)
         case .simpleString(let s)?: return s

@@ -184,6 +184,7 @@ final class Scripting: LuaInterpreter.Host {
     private func run(_ ctx: CommandContext, client: Connection, name: String, isEval: Bool, readOnly: Bool, allowOOM: Bool,
                      _ body: (LuaInterpreter, Bool) -> LuaInterpreter.Outcome) throws {
         let caller = ctx.connection
+        client.user = caller.user
         client.protocolVersion = 2
         client.output.removeAll(keepingCapacity: true)
         let run = ScriptRun(caller: caller, client: client, name: name, isEval: isEval, request: ctx.args.copies,
@@ -238,6 +239,12 @@ final class Scripting: LuaInterpreter.Host {
         if flags.contains("noscript") && !disableDenyScripts {
             return refuse("This Redis command is not allowed from script")
         }
+        if let user = run.caller.user, !user.unrestricted {
+            let refusal = Arguments.withCopy(of: args) {
+                server.aclRefusal(user, command, $0, run.client, context: .lua)
+            }
+            if let refusal { return refuse("-" + refusal.text) }
+        }
         let writes = flags.contains("write")
         if run.readOnly && (writes || flags.contains("may_replicate")) {
             return refuse("Write commands are not allowed from read-only scripts.")
@@ -271,8 +278,11 @@ final class Scripting: LuaInterpreter.Host {
         return run.killed
     }
 
+    /// redis.acl_check_cmd: whether the script's caller may run the command (nil: no such command).
     func aclCheck(_ args: [[UInt8]]) -> Bool? {
-        server.commands.lookup(args[0]) == nil ? nil : true
+        guard let command = server.commands.lookup(args[0]) else { return nil }
+        guard let user = current?.caller.user, !user.unrestricted else { return true }
+        return Arguments.withCopy(of: args) { server.aclDenial(user, command.aclEntry.resolve($0), $0) == nil }
     }
 
     func log(level: Int, _ message: String) {
