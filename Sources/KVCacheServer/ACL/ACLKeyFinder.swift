@@ -55,7 +55,7 @@ struct ACLKeyFinder: Sendable {
             case "keyword":
                 b = .keyword(Array((CommandKeys.text(beginSpec["keyword"]) ?? "").lowercased().utf8),
                              startFrom: CommandKeys.int(beginSpec["startfrom"]) ?? 1)
-            default: continue
+            default: procedure = name; continue  // "unknown": Redis's procedure finds them
             }
             let f: Spec.Find
             switch CommandKeys.text(find["type"]) {
@@ -65,7 +65,7 @@ struct ACLKeyFinder: Sendable {
             case "keynum":
                 f = .keynum(index: CommandKeys.int(findSpec["keynumidx"]) ?? 0,
                             firstKey: CommandKeys.int(findSpec["firstkey"]) ?? 0, step: CommandKeys.int(findSpec["keystep"]) ?? 1)
-            default: continue
+            default: procedure = name; continue
             }
             specs.append(Spec(begin: b, find: f, need: need))
         }
