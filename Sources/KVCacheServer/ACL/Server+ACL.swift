@@ -172,7 +172,9 @@ extension Server {
     func authenticate(_ connection: Connection, user name: [UInt8], password: [UInt8]) throws(ReplyError) {
         let now = Self.nowMilliseconds()
         let address = connection.peerHost
-        if config.authMaxFailures > 0, let record = acl.failures[address] {
+        let bounded = config.authMaxFailures > 0 && connection.fd >= 0
+            && !(config.authFailureExemptLoopback && connection.peerIsLoopback)
+        if bounded, let record = acl.failures[address] {
             let windowEnd = record.since + Int64(config.authFailureWindow) * 1000
             if now >= windowEnd {
                 acl.failures[address] = nil
@@ -187,7 +189,7 @@ extension Server {
             stats.authFailures += 1
             logACLDenial(connection, user: userName, reason: .auth,
                          context: connection.transaction != nil ? .multi : .toplevel, object: "AUTH")
-            if config.authMaxFailures > 0 && connection.fd >= 0 {
+            if bounded {
                 var record = acl.failures[address] ?? (now, 0)
                 record.count += 1
                 acl.failures[address] = record

@@ -187,6 +187,7 @@ extension ServerConfig {
         .integer("acllog-max-len", \.aclLogMaxLen, 0...Int(Int64.max), live: true),
         .integer("auth-max-failures", \.authMaxFailures, 0...Int(Int32.max), live: true),
         .integer("auth-failure-window", \.authFailureWindow, 1...86400, live: true),
+        .yesNo("auth-failure-exempt-loopback", \.authFailureExemptLoopback, live: true),
         ConfigDirective(name: "listener-user", rewrite: .linePerEntry({ config in
             config.listenerUsers.keys.sorted().map { "listener-user \($0) \(quoteConfigWord(config.listenerUsers[$0]!))" }
         }), apply: { config, args, _ in

@@ -113,6 +113,8 @@ public struct ServerConfig: Sendable {
     /// address's AUTHs are refused until the window ends (0: no bound).
     public var authMaxFailures = 10
     public var authFailureWindow = 60
+    /// Loopback clients (the server's own machine, a local proxy) are not bounded.
+    public var authFailureExemptLoopback = true
     /// `listener-user <port> <user>`: connections to that port start as that user.
     public var listenerUsers: [Int: String] = [:]
     /// `rename-command` lines: old name → new name ("" disables the command).
