@@ -807,3 +807,229 @@ def test_acl_case(acl_server, name):
     finally:
         client.close()
         admin.close()
+
+
+# --- end to end: tools, clients, files, restarts ----------------------------------------
+
+def test_redis_cli_user_and_pass(fresh_server):
+    require_tool("redis-cli")
+    s = fresh_server()
+    a = s.raw()
+    assert a.command("ACL", "SETUSER", "cli", "on", ">clipass", "~cli:*", "+@all") == "OK"
+    base = ["redis-cli", "-p", str(s.port), "--user", "cli", "--pass", "clipass", "--no-auth-warning"]
+    assert subprocess.run(base + ["SET", "cli:1", "v"], capture_output=True, text=True, timeout=10).stdout == "OK\n"
+    assert subprocess.run(base + ["ACL", "WHOAMI"], capture_output=True, text=True, timeout=10).stdout == "cli\n"
+    out = subprocess.run(base + ["SET", "other", "v"], capture_output=True, text=True, timeout=10)
+    assert "NOPERM this user has no permissions to access one of the keys used as arguments" in out.stdout + out.stderr
+    wrong = subprocess.run(["redis-cli", "-p", str(s.port), "--user", "cli", "--pass", "nope", "--no-auth-warning",
+                            "PING"], capture_output=True, text=True, timeout=10)
+    assert "WRONGPASS" in wrong.stdout + wrong.stderr
+
+
+def test_redis_py_username(fresh_server):
+    s = fresh_server()
+    assert s.raw().command("ACL", "SETUSER", "app", "on", ">apppass", "~app:*", "+@read", "+@write", "+ping") == "OK"
+    r = redis.Redis(port=s.port, username="app", password="apppass")
+    assert r.ping()
+    assert r.set("app:k", "v") and r.get("app:k") == b"v"
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.get("other")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.config_get("maxmemory")
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=s.port, username="app", password="wrong").ping()
+    r3 = redis.Redis(port=s.port, username="app", password="apppass", protocol=3)
+    assert r3.get("app:k") == b"v"
+
+
+def test_acl_save_load_and_restart(fresh_server):
+    s = fresh_server(config_text="aclfile users.acl\n", start=False)
+    aclfile = os.path.join(s.dir if REDIS else s.data_dir(), "users.acl")
+    os.makedirs(os.path.dirname(aclfile), exist_ok=True)
+    with open(aclfile, "w") as f:
+        f.write("user alice on allcommands allkeys &* >alice\nuser bob on -@all +@set +acl ~set* &* >bob\n"
+                "user default on nopass ~* &* +@all\n")
+    s.config_text = "aclfile %s\n" % aclfile
+    s.start()
+    c = s.raw()
+    assert c.command("AUTH", "bob", "bob") == "OK"
+    assert c.command("SADD", "set", "1", "2", "3") == 3
+    assert c.command("SET", "key", "value") == ("error", "NOPERM this user has no permissions to run the 'set' command")
+    assert c.command("AUTH", "alice", "alice") == "OK"
+    assert c.command("ACL", "SETUSER", "eve", "+get", "allkeys", ">eve", "on") == "OK"
+    assert c.command("ACL", "SAVE") == "OK"
+    saved = open(aclfile).read()
+    assert "user eve on #" in saved and "user alice on #" in saved
+    assert not [f for f in os.listdir(os.path.dirname(aclfile)) if f.startswith("users.acl.")]  # no temp file left
+    # ACL LOAD frees the users it replaces: their clients are closed.
+    assert c.command("ACL", "LOAD") == "OK"
+    assert c.is_closed()
+    d = s.raw()
+    assert d.command("AUTH", "eve", "eve") == "OK"
+    assert d.command("GET", "key") is None
+    assert d.command("SET", "key", "v") == ("error", "NOPERM this user has no permissions to run the 'set' command")
+    # A bad file changes nothing.
+    with open(aclfile, "a") as f:
+        f.write("user alice on nopass ~* -@all\n")
+    d = s.raw()
+    reply = d.command("ACL", "LOAD")
+    assert reply[0] == "error" and "Duplicate user 'alice' found" in reply[1]
+    assert as_dict(d.command("ACL", "GETUSER", "alice"))["commands"] == b"+@all"
+    with open(aclfile, "w") as f:
+        f.write(saved)
+    # A restart keeps the users of the file.
+    s.restart()
+    e = s.raw()
+    assert e.command("AUTH", "eve", "eve") == "OK"
+    assert e.command("GET", "key") is None
+    assert e.command("DEL", "key") == ("error", "NOPERM this user has no permissions to run the 'del' command")
+    assert sorted(s.raw().command("ACL", "USERS")) == [b"alice", b"bob", b"default", b"eve"]
+
+
+def test_users_from_config_lines(fresh_server):
+    s = fresh_server(config_text='user default on nopass ~* +@all -flushdb\nuser worker on >w ~jobs:* +@list +ping\n')
+    c = s.raw()
+    assert c.command("FLUSHDB") == ("error", "NOPERM this user has no permissions to run the 'flushdb' command")
+    # Redis 7.0's acl-pubsub-default is resetchannels: a config user without & has no channels.
+    assert c.command("PUBLISH", "foo", "x") == ("error", "NOPERM this user has no permissions to access one of the "
+                                                         "channels used as arguments")
+    assert c.command("AUTH", "worker", "w") == "OK"
+    assert c.command("LPUSH", "jobs:1", "a") == 1
+    assert c.command("GET", "jobs:1") == ("error", "NOPERM this user has no permissions to run the 'get' command")
+
+
+def test_duplicate_config_users_stop_the_start(fresh_server):
+    s = fresh_server(config_text="user foo on\nuser foo off\n", start=False)
+    with pytest.raises(RuntimeError):
+        s.start()
+    assert "Duplicate user" in s.log()
+
+
+def test_acl_pubsub_default_allchannels(fresh_server):
+    s = fresh_server(args=["--acl-pubsub-default", "allchannels"])
+    a = s.raw()
+    assert a.command("ACL", "SETUSER", "pub", "on", "nopass", "+@all") == "OK"
+    assert as_dict(a.command("ACL", "GETUSER", "pub"))["channels"] == b"&*"
+    assert a.command("ACL", "SETUSER", "one", "&test") == ("error", "ERR Error in ACL SETUSER modifier '&test': Adding a "
+        "pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try "
+        "'resetchannels' to start with an empty list of channels")
+    assert a.command("CONFIG", "SET", "acl-pubsub-default", "resetchannels") == "OK"
+    assert as_dict(a.command("ACL", "GETUSER", "pub"))["channels"] == b"&*"  # existing users keep theirs
+    assert a.command("ACL", "SETUSER", "later") == "OK"
+    assert as_dict(a.command("ACL", "GETUSER", "later"))["channels"] == b""
+
+
+def test_requirepass_is_the_default_users_password(fresh_server):
+    s = fresh_server(args=["--requirepass", "pw"])
+    c = s.raw()
+    assert c.command("PING") == ("error", "NOAUTH Authentication required.")
+    assert c.command("AUTH", "default", "pw") == "OK"
+    assert as_dict(c.command("ACL", "GETUSER", "default"))["passwords"] == [
+        b"30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4"]
+    assert c.command("CONFIG", "SET", "requirepass", "") == "OK"
+    assert as_dict(c.command("ACL", "GETUSER", "default"))["flags"] == [b"on", b"nopass"]
+    assert s.raw().command("PING") == "PONG"
+
+
+# --- this server's additions: cache rights, failed-AUTH bound, listener users ------------
+
+TENANTS = ("user tenant-a on >pa ~* &* +@all resetcaches cache:tenant-a cache:tenant-a-* "
+           "defaultcache:tenant-a\n"
+           "user tenant-b on >pb ~* &* +@all -@dangerous resetcaches cache:tenant-b defaultcache:tenant-b\n"
+           "user nowhere on >pn ~* &* +@all resetcaches\n")
+
+
+@pytest.fixture
+def tenants(fresh_server):
+    return fresh_server(config_text=TENANTS)
+
+
+@pytest.mark.kvcache_only
+def test_a_tenant_lands_in_its_cache_and_stays_there(tenants):
+    a, b = tenants.raw(), tenants.raw()
+    assert a.command("AUTH", "tenant-a", "pa") == "OK"
+    assert b.command("AUTH", "tenant-b", "pb") == "OK"
+    assert a.command("SET", "k", "from-a") == "OK"
+    assert b.command("SET", "k", "from-b") == "OK"
+    assert a.command("GET", "k") == b"from-a" and b.command("GET", "k") == b"from-b"
+    assert a.command("CLIENT", "INFO").split(b" db=")[1].startswith(b"tenant-a ")
+    denied_b = ("error", "NOPERM this user has no permissions to access the 'tenant-b' cache")
+    assert a.command("SELECT", "tenant-b") == denied_b
+    assert a.command("SELECT", "0") == ("error", "NOPERM this user has no permissions to access the 'db0' cache")
+    assert a.command("SELECT", "tenant-a-sessions") == "OK"
+    assert a.command("SET", "s", "1") == "OK"
+    assert a.command("MOVE", "s", "tenant-a") == 1
+    assert a.command("MOVE", "s", "tenant-b") == denied_b
+    assert a.command("COPY", "s", "s2", "DB", "tenant-b") == denied_b
+    assert a.command("SWAPDB", "tenant-a", "tenant-b") == denied_b
+    # FLUSHALL, MONITOR, CLIENT LIST/KILL, SLOWLOG see every cache or client: refused to a confined user.
+    for command in (["FLUSHALL"], ["MONITOR"], ["CLIENT", "LIST"], ["CLIENT", "KILL", "ID", "1"], ["SLOWLOG", "GET"]):
+        reply = a.command(*command)
+        assert reply[0] == "error" and reply[1].startswith("NOPERM this user is confined to some caches"), command
+    assert b.command("GET", "k") == b"from-b"
+    admin = tenants.raw()
+    assert admin.command("SELECT", "tenant-b") == "OK" and admin.command("GET", "k") == b"from-b"
+
+
+@pytest.mark.kvcache_only
+def test_every_key_command_is_confined_to_the_users_caches(tenants):
+    """Table-driven from the command table: every command with a key
+    argument, run by a user with no cache of its own, is refused."""
+    c = tenants.raw()
+    assert c.command("AUTH", "nowhere", "pn") == "OK"
+    admin = tenants.raw()
+    checked = 0
+    for entry in admin.command("COMMAND"):
+        name, arity, first_key = entry[0].decode(), entry[1], entry[3]
+        if first_key <= 0 or name in ("auth", "hello"):
+            continue
+        argc = arity if arity > 0 else -arity
+        args = [name] + ["k%d" % i for i in range(1, max(argc, 2))]
+        reply = c.command(*args)
+        assert reply[0] == "error" and reply[1].startswith("NOPERM this user has no permissions to access the '") \
+            and reply[1].endswith("' cache"), (args, reply)
+        checked += 1
+    assert checked > 100
+    assert c.command("PING") == "PONG"  # connection commands still answer
+
+
+@pytest.mark.kvcache_only
+def test_cache_rules_in_acl_list_and_getuser(tenants):
+    a = tenants.raw()
+    line = [l for l in a.command("ACL", "LIST") if l.startswith(b"user tenant-a ")][0].decode()
+    assert line.endswith("resetcaches cache:tenant-a cache:tenant-a-* defaultcache:tenant-a")
+    assert as_dict(a.command("ACL", "GETUSER", "tenant-a"))["caches"] == \
+        b"resetcaches cache:tenant-a cache:tenant-a-* defaultcache:tenant-a"
+    assert a.command("ACL", "SETUSER", "tenant-a", "allcaches") == "OK"
+    assert b" cache:" not in [l for l in a.command("ACL", "LIST") if l.startswith(b"user tenant-a ")][0]
+
+
+@pytest.mark.kvcache_only
+def test_listener_user(fresh_server):
+    from conftest import free_port
+    port = free_port()
+    s = fresh_server(config_text=TENANTS.replace("user tenant-a on >pa", "user tenant-a on nopass")
+                     + "listener-user %d tenant-a\n" % port, start=False)
+    s.port = port
+    s.start()
+    c = s.raw()
+    assert c.command("ACL", "WHOAMI") == b"tenant-a"
+    assert c.command("SET", "k", "v") == "OK"
+    assert c.command("CLIENT", "INFO").split(b" db=")[1].startswith(b"tenant-a ")
+
+
+@pytest.mark.kvcache_only
+def test_failed_auth_is_bounded_per_address(fresh_server):
+    s = fresh_server(args=["--auth-max-failures", "3", "--auth-failure-window", "2",
+                           "--auth-failure-exempt-loopback", "no"])
+    c = s.raw()
+    assert c.command("ACL", "SETUSER", "u", "on", ">right", "+@all") == "OK"
+    for _ in range(3):
+        assert c.command("AUTH", "u", "guess") == ("error", "WRONGPASS invalid username-password pair or user is disabled.")
+    # The fourth try, even with the right password, is refused until the window ends.
+    refused = c.command("AUTH", "u", "right")
+    assert refused[0] == "error" and refused[1].startswith("ERR too many failed authentication attempts")
+    assert s.raw().command("AUTH", "u", "right")[0] == "error"  # the address, not the connection
+    time.sleep(2.2)
+    assert c.command("AUTH", "u", "right") == "OK"
+    assert as_dict(c.command("ACL", "LOG")[0])["reason"] == b"auth"

@@ -122,7 +122,7 @@ private func acl(_ ctx: CommandContext) throws {
                 + "users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis "
                 + "configuration file set) in order to store users in the Redis configuration.")
         }
-        if let problem = server.loadACLFile() { throw ReplyError("ERR \(problem)") }
+        if let problem = server.loadACLFile(current: c) { throw ReplyError("ERR \(problem)") }
         c.replyOK()
     default:
         c.replyHelp("acl", helpLines)

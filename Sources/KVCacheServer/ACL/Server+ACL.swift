@@ -107,15 +107,17 @@ extension Server {
     ]
     /// Commands that see every cache or every client: refused to a user
     /// confined to some caches (README, "Security").
-    private static let serverWide: Set<String> = ["flushall", "monitor", "slowlog", "client|list", "client|kill",
-                                                  "debug", "config|set", "config|rewrite", "acl", "shutdown"]
+    private static let serverWide: Set<String> = [
+        "flushall", "monitor", "slowlog", "debug", "shutdown", "client|list", "client|kill", "config|set",
+        "config|rewrite", "acl|setuser", "acl|deluser", "acl|getuser", "acl|list", "acl|users", "acl|log", "acl|load",
+        "acl|save", "acl|dryrun"]
 
     /// The refusal of a command by a user confined to some caches: a cache
     /// it names, or the connection's cache, is not one of the user's; or
     /// the command sees every cache or client.
     private func cacheRefusal(_ user: ACLUser, _ command: Command, _ args: Arguments, _ connection: Connection) -> ReplyError? {
         let entry = command.aclEntry.resolve(args)
-        if Self.serverWide.contains(entry.fullName) || Self.serverWide.contains(command.name) && !entry.isSubcommand {
+        if Self.serverWide.contains(entry.fullName) || Self.serverWide.contains(command.aclEntry.fullName) {
             return ReplyError("NOPERM this user is confined to some caches and may not run the '\(entry.fullName)' command")
         }
         if let positions = Self.cacheArguments[command.name] {
@@ -223,9 +225,10 @@ extension Server {
             guard seen.insert(name).inserted else { throw ConfigError("Duplicate user '\(name)' found") }
             do {
                 try ACLRegistry.checkName(name)
-                let base = acl.user(name) ?? ACLUser(name: name, allChannels: pubsubDefaultAll)
-                acl.store(try ACLRegistry.build(name == "default" ? acl.defaultUser.copy() : base, rules: Array(line.dropFirst()),
-                                                allChannels: pubsubDefaultAll))
+                // As Redis's ACLLoadConfiguredUsers: `default` is reset first, others start new.
+                let base = ACLUser(name: name, allChannels: pubsubDefaultAll)
+                if name == "default" { try base.apply("reset", allChannels: pubsubDefaultAll) }
+                acl.store(try ACLRegistry.build(base, rules: Array(line.dropFirst()), allChannels: pubsubDefaultAll))
             } catch {
                 throw ConfigError("Error in user declaration '\(name)': \(error.text)")
             }
@@ -252,7 +255,7 @@ extension Server {
     /// of users that went away or changed are closed (the default user's stay).
     /// - Returns: nil on success, else Redis's error text.
     @discardableResult
-    func loadACLFile() -> String? {
+    func loadACLFile(current: Connection? = nil) -> String? {
         let text: String
         do {
             text = try String(contentsOfFile: config.aclFile, encoding: .utf8)
@@ -266,7 +269,7 @@ extension Server {
             return error.text
         }
         let dropped = acl.replaceAll(with: users)
-        closeClients(of: dropped)
+        closeClients(of: dropped, current: current)
         return nil
     }
 
