@@ -1033,3 +1033,30 @@ def test_failed_auth_is_bounded_per_address(fresh_server):
     time.sleep(2.2)
     assert c.command("AUTH", "u", "right") == "OK"
     assert as_dict(c.command("ACL", "LOG")[0])["reason"] == b"auth"
+
+
+README_EXAMPLE = """user default off
+user admin on >admin-secret ~* &* +@all
+user shop on >shop-secret ~* &* +@all -@dangerous resetcaches cache:shop cache:shop-* defaultcache:shop
+user blog on >blog-secret ~post:* ~user:* +@read +@write +@keyspace -@dangerous resetcaches cache:blog defaultcache:blog
+"""
+
+
+@pytest.mark.kvcache_only
+def test_the_readmes_two_tenants(fresh_server):
+    s = fresh_server(config_text=README_EXAMPLE)
+    anon = s.raw()
+    assert anon.command("PING") == ("error", "NOAUTH Authentication required.")
+    shop, blog, admin = s.raw(), s.raw(), s.raw()
+    assert shop.command("AUTH", "shop", "shop-secret") == "OK"
+    assert blog.command("AUTH", "blog", "blog-secret") == "OK"
+    assert admin.command("AUTH", "admin", "admin-secret") == "OK"
+    assert shop.command("SET", "cart:1", "x") == "OK"
+    assert shop.command("SELECT", "shop-sessions") == "OK"
+    assert shop.command("SELECT", "blog") == ("error", "NOPERM this user has no permissions to access the 'blog' cache")
+    assert blog.command("SET", "post:1", "hello") == "OK"
+    assert blog.command("SET", "cart:1", "y") == ("error", "NOPERM this user has no permissions to access one of the "
+                                                           "keys used as arguments")
+    assert blog.command("FLUSHALL") == ("error", "NOPERM this user has no permissions to run the 'flushall' command")
+    assert admin.command("SELECT", "shop") == "OK" and admin.command("GET", "cart:1") == b"x"
+    assert admin.command("SELECT", "blog") == "OK" and admin.command("GET", "post:1") == b"hello"

@@ -253,6 +253,11 @@ final class Scripting: LuaInterpreter.Host {
             return refuse("-" + refusal.text)
         }
         if writes && server.config.scripting.minReplicasToWrite > 0 { return refuse("-" + ReplyError.noReplicas.text) }
+        // Redis's scriptVerifyOOM: over maxmemory, a script's first write that may grow is refused.
+        if !run.allowOOM && server.config.maxMemory > 0 && !run.wroteData && server.preCommandOutOfMemory
+            && flags.contains("denyoom") {
+            return refuse("-" + ReplyError.oom.text)
+        }
         if writes { run.wroteData = true }
         run.client.protocolVersion = resp
         run.client.output.removeAll(keepingCapacity: true)

@@ -177,6 +177,7 @@ extension Server {
         }
         if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
             let outOfMemory = !performEvictions()
+            preCommandOutOfMemory = outOfMemory
             if outOfMemory && refusedWhenOutOfMemory(command, connection) {
                 reject(connection, .oom, stats: stats)
                 return

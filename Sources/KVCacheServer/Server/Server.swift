@@ -65,6 +65,9 @@ public final class Server {
     var replayConnection: Connection?
     /// Whether the running command may take more room (Redis's `denyoom`).
     var runningCommandMayGrow = false
+    /// Whether the top-level command found the server over maxmemory (Redis's
+    /// pre_command_oom_state): a script's first write is then refused.
+    var preCommandOutOfMemory = false
     /// How deep the running command is (EXEC's commands run at depth 2).
     var commandDepth = 0
     /// Above 0 while blocking commands must not block (inside EXEC).
