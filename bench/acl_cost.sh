@@ -19,7 +19,11 @@ cleanup() {
 trap cleanup EXIT
 pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
 
-pin 0 "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    taskset -c 0 "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
+else
+    "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
+fi
 pid=$!
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 patterns=()

@@ -33,6 +33,9 @@ struct ACLKeyFinder: Sendable {
     private var procedure: String?
     /// The command has no key arguments at all.
     private(set) var hasKeys = false
+    /// The common case (GET, SET, HGET, MGET…): one spec, keys from a fixed
+    /// index to a fixed offset, read without walking the specs.
+    private var simple: (first: Int, lastKey: Int, step: Int, need: Need)?
 
     /// From a COMMAND INFO entry's fields.
     init(name: String, info fields: [RESPValue]) {
@@ -69,6 +72,10 @@ struct ACLKeyFinder: Sendable {
             }
             specs.append(Spec(begin: b, find: f, need: need))
         }
+        if specs.count == 1, case .index(let first) = specs[0].begin, case .range(let lastKey, let step, 0) = specs[0].find,
+           lastKey >= 0, step > 0 {
+            simple = (first, lastKey, step, specs[0].need)
+        }
         if procedure != nil && CommandKeys.procedure(name, argv: [Array(name.utf8), [], [], []]) == nil && name != "sort" {
             procedure = nil  // no procedure of ours: the specs as they are
         }
@@ -103,6 +110,17 @@ struct ACLKeyFinder: Sendable {
             return true
         }
         let argc = args.count
+        // The common case (GET, SET, HGET…): one spec at a fixed index.
+        if let (first, lastKey, step, need) = simple {
+            let last = first + lastKey
+            guard last < argc else { return true }
+            var i = first
+            while i <= last {
+                if !body(i, need) { return false }
+                i += step
+            }
+            return true
+        }
         // As getKeysUsingKeySpecs: a spec that does not fit the arguments
         // makes the whole search invalid (no keys).
         var found: [(Int, Need)] = []

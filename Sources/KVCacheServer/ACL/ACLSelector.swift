@@ -1,12 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One set of permissions (Redis 7.0's `aclSelector`): commands as a
 /// bitmap over the catalog's ids, with first-argument exceptions; key
 /// patterns with read/write rights; channel patterns. A user has a root
 /// selector and may have more, in parentheses; a command runs when any
 /// selector allows all of it.
-struct ACLSelector: Sendable {
+final class ACLSelector {
     struct KeyPattern: Sendable, Equatable {
         var pattern: [UInt8]
         var rights: ACLKeyFinder.Need
+        /// A pattern that is a literal prefix then one `*` (`tenant:*`, the
+        /// usual kind) is matched by comparing the prefix: no glob engine.
+        let literalPrefix: Int?
+
+        init(pattern: [UInt8], rights: ACLKeyFinder.Need) {
+            self.pattern = pattern
+            self.rights = rights
+            let specials: Set<UInt8> = [UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "\\")]
+            if let last = pattern.last, last == UInt8(ascii: "*"), !pattern.dropLast().contains(where: specials.contains) {
+                literalPrefix = pattern.count - 1
+            } else {
+                literalPrefix = nil
+            }
+        }
+
+        /// Whether the key matches, read in place.
+        @inline(__always)
+        func matches(_ key: UnsafeRawBufferPointer) -> Bool {
+            pattern.withUnsafeBufferPointer { p in
+                if let n = literalPrefix {
+                    return key.count >= n && (n == 0 || memcmp(p.baseAddress!, key.baseAddress!, n) == 0)
+                }
+                return globMatch(p, key.assumingMemoryBound(to: UInt8.self))
+            }
+        }
     }
 
     /// The reason a selector refuses a command, in Redis's order of
@@ -33,11 +62,24 @@ struct ACLSelector: Sendable {
         self.allChannels = allChannels
     }
 
+    /// A selector of its own with the same rules (ACL SETUSER works on copies).
+    func copy() -> ACLSelector {
+        let other = ACLSelector(allChannels: allChannels)
+        other.allCommands = allCommands
+        other.futureCommands = futureCommands
+        other.allKeys = allKeys
+        other.allowed = allowed
+        other.firstArgs = firstArgs
+        other.patterns = patterns
+        other.channels = channels
+        return other
+    }
+
     // MARK: Rules
 
     /// Applies one rule of a selector (Redis's ACLSetSelector).
     /// - Throws: `ACLRuleError` with Redis's reason.
-    mutating func apply(_ op: String) throws(ACLRuleError) {
+    func apply(_ op: String) throws(ACLRuleError) {
         let lower = op.lowercased()
         let bytes = Array(op.utf8)
         switch lower {
@@ -80,7 +122,7 @@ struct ACLSelector: Sendable {
         }
     }
 
-    private mutating func addKeyPattern(_ op: [UInt8]) throws(ACLRuleError) {
+    private func addKeyPattern(_ op: [UInt8]) throws(ACLRuleError) {
         guard !allKeys else { throw .keyAfterAll }
         var rights: ACLKeyFinder.Need = []
         var offset = 1
@@ -116,7 +158,7 @@ struct ACLSelector: Sendable {
         }
     }
 
-    private mutating func applyCommandRule(_ name: String, allow: Bool) throws(ACLRuleError) {
+    private func applyCommandRule(_ name: String, allow: Bool) throws(ACLRuleError) {
         if name.hasPrefix("@") {
             guard let bit = ACLCategory.bits[String(name.dropFirst())] else { throw .unknownCommand }
             for entry in ACLCommandCatalog.all where entry.categories & bit != 0 {
@@ -148,7 +190,7 @@ struct ACLSelector: Sendable {
     }
 
     /// Redis's ACLChangeSelectorPerm: the command and all its subcommands.
-    private mutating func change(_ entry: ACLCommandEntry, _ allow: Bool) {
+    private func change(_ entry: ACLCommandEntry, _ allow: Bool) {
         setBit(entry.id, allow)
         firstArgs[entry.id] = nil
         for sub in entry.subcommands.values {
@@ -168,7 +210,7 @@ struct ACLSelector: Sendable {
         return allowed[word] & (1 << UInt64(id & 63)) != 0
     }
 
-    private mutating func setBit(_ id: Int, _ on: Bool) {
+    private func setBit(_ id: Int, _ on: Bool) {
         let word = id >> 6
         if word >= allowed.count {
             guard on else { return }
@@ -217,8 +259,12 @@ struct ACLSelector: Sendable {
     func keyAllowed(_ key: Argument, _ need: ACLKeyFinder.Need) -> Bool {
         if allKeys { return true }
         guard !patterns.isEmpty else { return false }
-        let bytes = key.bytes
-        return patterns.contains { $0.rights.isSuperset(of: need) && globMatch($0.pattern, bytes) }
+        return key.withUnsafeBytes { bytes in
+            patterns.withUnsafeBufferPointer { list in
+                for i in 0..<list.count where list[i].rights.isSuperset(of: need) && list[i].matches(bytes) { return true }
+                return false
+            }
+        }
     }
 
     /// Channels match the patterns; a PSUBSCRIBE pattern must equal one literally.
@@ -266,10 +312,10 @@ struct ACLSelector: Sendable {
     var commandsDescription: String {
         var rules: [String] = []
         let additive = !futureCommands
-        var fake = ACLSelector(allChannels: false)
+        let fake = ACLSelector(allChannels: false)
         try? fake.apply(additive ? "-@all" : "+@all")
         rules.append(additive ? "-@all" : "+@all")
-        var temp = self
+        let temp = copy()
         temp.firstArgs = [:]
         let entries = ACLCommandCatalog.all
         var applied = Set<Int>()
@@ -298,13 +344,13 @@ struct ACLSelector: Sendable {
             applied.insert(best)
         }
         for entry in entries where !entry.isSubcommand {
-            describeSingle(entry, &fake, &rules)
-            for sub in entry.subcommands.values.sorted(by: { $0.id < $1.id }) { describeSingle(sub, &fake, &rules) }
+            describeSingle(entry, fake, &rules)
+            for sub in entry.subcommands.values.sorted(by: { $0.id < $1.id }) { describeSingle(sub, fake, &rules) }
         }
         return rules.joined(separator: " ")
     }
 
-    private func describeSingle(_ entry: ACLCommandEntry, _ fake: inout ACLSelector, _ rules: inout [String]) {
+    private func describeSingle(_ entry: ACLCommandEntry, _ fake: ACLSelector, _ rules: inout [String]) {
         let userBit = bit(entry.id)
         if userBit != fake.bit(entry.id) {
             rules.append((userBit ? "+" : "-") + entry.fullName)

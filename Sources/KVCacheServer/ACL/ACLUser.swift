@@ -36,7 +36,7 @@ final class ACLUser {
         other.nopass = nopass
         other.sanitizePayload = sanitizePayload
         other.passwords = passwords
-        other.selectors = selectors
+        other.selectors = selectors.map { $0.copy() }
         other.cachePatterns = cachePatterns
         other.defaultCache = defaultCache
         other.refresh()
@@ -114,7 +114,7 @@ final class ACLUser {
                 guard let i = passwords.firstIndex(of: digest) else { throw .noSuchPassword }
                 passwords.remove(at: i)
             } else if op.hasPrefix("(") && op.hasSuffix(")") && op.count >= 2 {
-                var selector = ACLSelector(allChannels: allChannels)
+                let selector = ACLSelector(allChannels: allChannels)
                 let inner = op.dropFirst().dropLast()
                 for word in inner.split(separator: " ", omittingEmptySubsequences: true) {
                     try selector.apply(String(word))

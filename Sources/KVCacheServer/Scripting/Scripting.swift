@@ -133,6 +133,11 @@ final class Scripting: LuaInterpreter.Host {
             if server.config.scripting.minReplicasToWrite > 0 { throw ReplyError.noReplicas }
             if readOnlyCommand { throw ReplyError("ERR Can not execute a script with write flag using *_ro command.") }
         }
+        // no-writes implies allow-oom (Redis's scriptPrepareForRun).
+        if server.preCommandOutOfMemory && server.config.maxMemory > 0 && !flags.contains(.allowOOM)
+            && !flags.contains(.noWrites) {
+            throw ReplyError("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
+        }
     }
 
     /// EVAL, EVALSHA and their _RO forms.
