@@ -1,4 +1,3 @@
-import CCrypto
 import RESP
 
 /// ACL, as Redis 7.0's aclCommand: SETUSER GETUSER DELUSER LIST USERS
@@ -233,11 +232,5 @@ private func dryRun(_ ctx: CommandContext) throws {
 
 /// `characters` hex digits from OpenSSL's RAND_bytes.
 private func randomHex(characters: Int) -> String {
-    var bytes = [UInt8](repeating: 0, count: (characters + 1) / 2)
-    let ok = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
-    precondition(ok == 1, "RAND_bytes failed")
-    let hex = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for byte in bytes { out += [hex[Int(byte >> 4)], hex[Int(byte & 15)]] }
-    return String(decoding: out.prefix(characters), as: UTF8.self)
+    String(Digest.hex(Digest.randomBytes((characters + 1) / 2)).prefix(characters))
 }

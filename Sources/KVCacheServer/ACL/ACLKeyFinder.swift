@@ -151,13 +151,7 @@ struct ACLKeyFinder: Sendable {
             switch spec.find {
             case .range(let lastKey, let s, let limit):
                 step = s
-                if lastKey >= 0 {
-                    last = first + lastKey
-                } else if limit == 0 {
-                    last = argc + lastKey
-                } else {
-                    last = first + ((argc - first) / limit + lastKey)
-                }
+                last = CommandKeys.rangeEnd(first: first, argc: argc, lastKey: lastKey, limit: limit)
             case .keynum(let index, let firstKey, let s):
                 step = s
                 guard first + index < argc, let n = parseStrictInt64(args[first + index].bytes), n >= 0 else {

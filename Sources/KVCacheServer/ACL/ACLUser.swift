@@ -1,5 +1,3 @@
-import CCrypto
-
 /// One ACL user (Redis 7.0's `user`): on or off, passwords kept as hex
 /// SHA-256, a root selector and more selectors, and this server's cache
 /// rights (`cache:<pattern>`, `defaultcache:<name>`). A class: connections
@@ -144,18 +142,13 @@ final class ACLUser {
         if nopass { return true }
         let digest = Self.sha256Hex(password)
         var match = false
-        for stored in passwords where constantTimeEqualDigests(Array(stored.utf8), Array(digest.utf8)) {
+        for stored in passwords where Digest.constantTimeEqual(Array(stored.utf8), Array(digest.utf8)) {
             match = true
         }
         return match
     }
 
-    static func sha256Hex(_ bytes: [UInt8]) -> String {
-        sha256(bytes).map { byte in
-            let hex = Array("0123456789abcdef".utf8)
-            return String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-        }.joined()
-    }
+    static func sha256Hex(_ bytes: [UInt8]) -> String { Digest.hex(Digest.sha256(bytes)) }
 
     static func isValidHash(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
@@ -201,23 +194,4 @@ final class ACLUser {
         parts += cacheRules
         return parts.joined(separator: " ")
     }
-}
-
-/// SHA-256 through OpenSSL.
-func sha256(_ bytes: [UInt8]) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: 32)
-    var length: UInt32 = 0
-    let ok = bytes.withUnsafeBytes { input in
-        digest.withUnsafeMutableBufferPointer { out in
-            EVP_Digest(input.baseAddress, input.count, out.baseAddress, &length, EVP_sha256(), nil)
-        }
-    }
-    precondition(ok == 1 && length == 32, "SHA-256 failed in OpenSSL")
-    return digest
-}
-
-/// Equal-length digests compared without an early exit (CRYPTO_memcmp).
-func constantTimeEqualDigests(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    return a.withUnsafeBytes { p in b.withUnsafeBytes { q in CRYPTO_memcmp(p.baseAddress, q.baseAddress, a.count) == 0 } }
 }

@@ -160,13 +160,7 @@ enum CommandKeys {
                 let lastKey = int(findSpec["lastkey"]) ?? 0
                 let limit = int(findSpec["limit"]) ?? 0
                 step = int(findSpec["keystep"]) ?? 1
-                if lastKey >= 0 {
-                    last = first + lastKey
-                } else if limit == 0 {
-                    last = argc + lastKey
-                } else {
-                    last = first + ((argc - first) / limit + lastKey)
-                }
+                last = rangeEnd(first: first, argc: argc, lastKey: lastKey, limit: limit)
             case "keynum":
                 let numIndex = int(findSpec["keynumidx"]) ?? 0
                 step = int(findSpec["keystep"]) ?? 1
@@ -192,6 +186,13 @@ enum CommandKeys {
             }
         }
         return out
+    }
+
+    /// The last key index of a `range` key spec (Redis's getKeysUsingKeySpecs).
+    static func rangeEnd(first: Int, argc: Int, lastKey: Int, limit: Int) -> Int {
+        if lastKey >= 0 { return first + lastKey }
+        if limit == 0 { return argc + lastKey }
+        return first + ((argc - first) / limit + lastKey)
     }
 
     /// Redis's key-finding procedures for the commands whose specs cannot
