@@ -967,7 +967,11 @@ def test_a_tenant_lands_in_its_cache_and_stays_there(tenants):
         reply = a.command(*command)
         assert reply[0] == "error" and reply[1].startswith("NOPERM this user is confined to some caches"), command
     assert b.command("GET", "k") == b"from-b"
+    # INFO caches shows a confined user its own caches only.
+    caches = a.command("INFO", "caches").decode()
+    assert "cache_tenant-a:" in caches and "cache_tenant-b:" not in caches
     admin = tenants.raw()
+    assert "cache_tenant-b:" in admin.command("INFO", "caches").decode()
     assert admin.command("SELECT", "tenant-b") == "OK" and admin.command("GET", "k") == b"from-b"
 
 
