@@ -9,14 +9,7 @@
 set -euo pipefail
 bin=${1:-.build/release/kvcache-server}
 rounds=${2:-5}
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-dir=$(mktemp -d)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/server.sh"
 pin() { if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
 
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
