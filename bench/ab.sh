@@ -21,14 +21,7 @@ shift $(( $# >= 3 ? 3 : 2 ))
 load=("$@")
 [ ${#load[@]} -gt 0 ] || load=(-t get -P 16 -r 10000)
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-dir=$(mktemp -d)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/server.sh"
 
 run() {  # binary -> requests/s of the measured load
     rm -rf "$dir/data"

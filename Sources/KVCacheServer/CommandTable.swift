@@ -51,6 +51,8 @@ final class Command: Sendable {
     let subcommandStats: [String: CommandStats]
     /// Redis's `fast` flag: a slow run is LATENCY's `fast-command` event, not `command`.
     let isFast: Bool
+    /// What ACL checks know of it: its id, categories, key positions, subcommands.
+    let aclEntry: ACLCommandEntry
 
     /// Redis 7.0's container commands: their first argument names a
     /// subcommand with counters of its own. (This server's DEBUG lists
@@ -73,6 +75,8 @@ final class Command: Sendable {
         let counted = Self.containers.contains(name) ? Set(subcommands + ["help"]) : []
         self.subcommandStats = Dictionary(uniqueKeysWithValues: counted.map { ($0, CommandStats()) })
         self.isFast = flags.contains("fast")
+        self.aclEntry = ACLCommandCatalog.entry(for: name, flags: flags, fallbackCategories: Self.derivedCategories(flags: flags, group: group),
+                                                firstKey: firstKey, lastKey: lastKey, step: step, subcommands: subcommands)
     }
 
     /// The same command with counters of its own: each server counts its
@@ -107,17 +111,17 @@ final class Command: Sendable {
     var isWrite: Bool { flags.contains("write") }
 
     /// ACL categories derived from flags and group, as Redis lists them.
-    var categories: [String] {
+    var categories: [String] { Self.derivedCategories(flags: flags, group: group) }
+
+    /// The categories of a command Redis lacks, from its flags and group.
+    static func derivedCategories(flags: [String], group: String) -> [String] {
         var result: [String] = []
-        if isWrite { result.append("@write") }
+        if flags.contains("write") { result.append("@write") }
         if flags.contains("readonly") { result.append("@read") }
-        if group == "string" { result.append("@string") }
-        if group == "generic" { result.append("@keyspace") }
-        if group == "list" { result.append("@list") }
-        if group == "set" { result.append("@set") }
-        if group == "hash" { result.append("@hash") }
-        if group == "sorted-set" { result.append("@sortedset") }
-        if flags.contains("fast") { result.append("@fast") } else { result.append("@slow") }
+        let byGroup = ["string": "@string", "generic": "@keyspace", "list": "@list", "set": "@set", "hash": "@hash",
+                       "sorted-set": "@sortedset"]
+        if let category = byGroup[group] { result.append(category) }
+        result.append(flags.contains("fast") ? "@fast" : "@slow")
         if flags.contains("admin") { result.append(contentsOf: ["@admin", "@dangerous"]) }
         if group == "connection" { result.append("@connection") }
         return result
@@ -228,7 +232,7 @@ struct CommandTable: Sendable {
         + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
-        + scriptingCommands + geoCommands + pubsubCommands)
+        + scriptingCommands + geoCommands + pubsubCommands + aclCommands)
 
     /// The same commands with counters of their own, for one server.
     func withOwnCounters() -> CommandTable {

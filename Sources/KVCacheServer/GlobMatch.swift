@@ -9,6 +9,12 @@ func globMatch(_ pattern: [UInt8], _ string: [UInt8], caseInsensitive: Bool = fa
     }
 }
 
+/// The same over raw bytes (no copies: ACL checks match a key in the read buffer).
+func globMatch(_ pattern: UnsafeBufferPointer<UInt8>, _ string: UnsafeBufferPointer<UInt8>) -> Bool {
+    var skipLongerMatches = false
+    return globMatch(pattern[...], string[...], false, &skipLongerMatches, nesting: 0)
+}
+
 private func globMatch(_ pattern: Slice<UnsafeBufferPointer<UInt8>>, _ string: Slice<UnsafeBufferPointer<UInt8>>,
                        _ nocase: Bool, _ skipLongerMatches: inout Bool, nesting: Int) -> Bool {
     func fold(_ c: UInt8) -> UInt8 { nocase ? asciiLower(c) : c }

@@ -73,7 +73,7 @@ enum CommandKeys {
     }
 
     /// An array or a set's elements (COMMAND INFO answers sets in RESP3).
-    private static func list(_ value: RESPValue) -> [RESPValue]? {
+    static func list(_ value: RESPValue) -> [RESPValue]? {
         switch value {
         case .array(let items?): return items
         case .set(let items): return items
@@ -81,7 +81,7 @@ enum CommandKeys {
         }
     }
 
-    private static func dictionary(_ value: RESPValue) -> [String: RESPValue]? {
+    static func dictionary(_ value: RESPValue) -> [String: RESPValue]? {
         guard case .map(let pairs) = value else { return nil }
         var out: [String: RESPValue] = [:]
         for (k, v) in pairs {
@@ -94,7 +94,7 @@ enum CommandKeys {
         return out
     }
 
-    private static func flagNames(_ spec: [String: RESPValue]) -> [String] {
+    static func flagNames(_ spec: [String: RESPValue]) -> [String] {
         guard case .set(let flags)? = spec["flags"] else { return [] }
         return flags.compactMap {
             switch $0 {
@@ -105,12 +105,12 @@ enum CommandKeys {
         }
     }
 
-    private static func int(_ value: RESPValue?) -> Int? {
+    static func int(_ value: RESPValue?) -> Int? {
         if case .integer(let n)? = value { return Int(n) }
         return nil
     }
 
-    private static func text(_ value: RESPValue?) -> String? {
+    static func text(_ value: RESPValue?) -> String? {
         switch value {
         case .some(.bulk(let b?)): return String(decoding: b, as: UTF8.self)
         case .simpleString(let s)?: return s
@@ -160,13 +160,7 @@ enum CommandKeys {
                 let lastKey = int(findSpec["lastkey"]) ?? 0
                 let limit = int(findSpec["limit"]) ?? 0
                 step = int(findSpec["keystep"]) ?? 1
-                if lastKey >= 0 {
-                    last = first + lastKey
-                } else if limit == 0 {
-                    last = argc + lastKey
-                } else {
-                    last = first + ((argc - first) / limit + lastKey)
-                }
+                last = rangeEnd(first: first, argc: argc, lastKey: lastKey, limit: limit)
             case "keynum":
                 let numIndex = int(findSpec["keynumidx"]) ?? 0
                 step = int(findSpec["keystep"]) ?? 1
@@ -192,6 +186,13 @@ enum CommandKeys {
             }
         }
         return out
+    }
+
+    /// The last key index of a `range` key spec (Redis's getKeysUsingKeySpecs).
+    static func rangeEnd(first: Int, argc: Int, lastKey: Int, limit: Int) -> Int {
+        if lastKey >= 0 { return first + lastKey }
+        if limit == 0 { return argc + lastKey }
+        return first + ((argc - first) / limit + lastKey)
     }
 
     /// Redis's key-finding procedures for the commands whose specs cannot

@@ -65,9 +65,7 @@ private func hello(_ ctx: CommandContext) throws {
             let option = ctx.option(i)
             let more = args.count - i - 1
             if option == "auth" && more >= 2 {
-                guard ctx.server.authenticate(ctx.connection, user: args.bytes(i + 1), password: args.bytes(i + 2)) else {
-                    throw ReplyError.wrongPass
-                }
+                try ctx.server.authenticate(ctx.connection, user: args.bytes(i + 1), password: args.bytes(i + 2))
                 i += 3
             } else if option == "setname" && more >= 1 {
                 try validateClientName(args[i + 1])
@@ -226,7 +224,7 @@ private func clientKill(_ ctx: CommandContext) throws {
         return
     }
     guard ctx.args.count >= 4, ctx.args.count % 2 == 0 else { throw ReplyError.syntax }
-    var id: Int64?, address: String?, local: String?, skipMe = true, matchesUser = true
+    var id: Int64?, address: String?, local: String?, skipMe = true, user: ACLUser?
     var type: String?
     for i in stride(from: 2, to: ctx.args.count, by: 2) {
         let value = ctx.text(i + 1)
@@ -243,7 +241,9 @@ private func clientKill(_ ctx: CommandContext) throws {
             case "normal", "master", "slave", "replica", "pubsub": type = value.lowercased()
             default: throw ReplyError("ERR Unknown client type '\(value)'")
             }
-        case "user": matchesUser = value == "default"
+        case "user":
+            guard let named = ctx.server.acl.user(value) else { throw ReplyError("ERR No such user '\(value)'") }
+            user = named
         case "skipme":
             switch value.lowercased() {
             case "yes": skipMe = true
@@ -260,7 +260,7 @@ private func clientKill(_ ctx: CommandContext) throws {
         return type == (c.subscriptions.active ? "pubsub" : "normal")
     }
     let victims = ctx.server.allConnections.filter { c in
-        matchesType(c) && matchesUser && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
+        matchesType(c) && (user.map { c.user === $0 } ?? true) && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
             && (local.map { c.local == $0 } ?? true) && !(skipMe && c === me)
     }
     me.replyInteger(victims.count)

@@ -123,7 +123,7 @@ private func debug(_ ctx: CommandContext) throws {
         ctx.connection.replyArrayHeader(ctx.args.count - 2)
         for key in ctx.args.dropFirst(2) {
             let digest = try ctx.keyspace.peekStored(key.bytes).map { try valueDigest($0) } ?? [UInt8](repeating: 0, count: 20)
-            ctx.connection.replyBulk(hex(digest))
+            ctx.connection.replyBulk(Digest.hex(digest))
         }
     case "digest":
         guard ctx.args.count == 2 else { throw ReplyError.syntax }
@@ -131,11 +131,11 @@ private func debug(_ ctx: CommandContext) throws {
         var total = [UInt8](repeating: 0, count: 20)
         for key in try ctx.keyspace.keys() {
             guard let entry = try ctx.keyspace.peekStored(key) else { continue }
-            var material = sha1(key) + (try valueDigest(entry))
+            var material = Digest.sha1(key) + (try valueDigest(entry))
             if let expiresAt = entry.row.expiresAt { material += Array(String(expiresAt).utf8) }
-            for (i, byte) in sha1(material).enumerated() { total[i] ^= byte }
+            for (i, byte) in Digest.sha1(material).enumerated() { total[i] ^= byte }
         }
-        ctx.connection.replyBulk(hex(total))
+        ctx.connection.replyBulk(Digest.hex(total))
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "debug")
     }
@@ -256,22 +256,6 @@ private func valueDigest(_ entry: StoredEntry) throws -> [UInt8] {
     default:
         break
     }
-    return sha1(material)
+    return Digest.sha1(material)
 }
 
-private func sha1(_ bytes: [UInt8]) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: 20)
-    var length: UInt32 = 0
-    let ok = bytes.withUnsafeBytes { input in
-        digest.withUnsafeMutableBufferPointer { out in
-            EVP_Digest(input.baseAddress, input.count, out.baseAddress, &length, EVP_sha1(), nil)
-        }
-    }
-    precondition(ok == 1 && length == 20, "SHA-1 failed in OpenSSL")
-    return digest
-}
-
-private func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
-}

@@ -21,7 +21,7 @@ let serverCommands: [Command] = [
 
 private func info(_ ctx: CommandContext) throws {
     let sections = ctx.args.dropFirst().map { String(decoding: $0.map(asciiLower), as: UTF8.self) }
-    ctx.connection.replyVerbatim(ctx.server.infoText(sections: sections))
+    ctx.connection.replyVerbatim(ctx.server.infoText(sections: sections, for: ctx.connection.user))
 }
 
 private func command(_ ctx: CommandContext) throws {

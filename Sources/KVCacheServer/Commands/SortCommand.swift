@@ -79,8 +79,14 @@ private func sort(_ ctx: CommandContext, readOnly: Bool) throws {
         case "by" where left >= 1:
             sortBy = ctx.args.bytes(j + 1)
             dontSort = !sortBy!.contains(UInt8(ascii: "*"))
+            if !dontSort && !ctx.server.hasFullReadAccess(ctx.connection, ctx.args) {
+                throw ReplyError("ERR BY option of SORT denied due to insufficient ACL permissions.")
+            }
             j += 1
         case "get" where left >= 1:
+            if !ctx.server.hasFullReadAccess(ctx.connection, ctx.args) {
+                throw ReplyError("ERR GET option of SORT denied due to insufficient ACL permissions.")
+            }
             gets.append(ctx.args.bytes(j + 1))
             j += 1
         default:

@@ -65,9 +65,11 @@ private func exec(_ ctx: CommandContext) throws {
     // The transaction's changes are one record of the log: a replay applies all or none.
     ctx.server.persistence.beginTransaction()
     ctx.server.denyBlocking += 1
+    c.runningExec = true
     for request in transaction.commands {
         Arguments.withCopy(of: request) { ctx.server.execute($0, for: c) }
     }
+    c.runningExec = false
     ctx.server.denyBlocking -= 1
     if let lsn = ctx.server.persistence.endTransaction() { c.awaitingLSN = lsn }
 }

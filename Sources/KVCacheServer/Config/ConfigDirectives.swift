@@ -175,6 +175,29 @@ extension ServerConfig {
         }, render: { percentileList($0.latencyTrackingPercentiles) }),
         .text("requirepass", \.requirePass, live: true),
         .yesNo("protected-mode", \.protectedMode, live: true),
+        // Redis's `user` lines: one ACL user each (ACL/ACLRegistry.swift).
+        ConfigDirective(name: "user", words: true, rewrite: .linePerEntry({ config in
+            config.aclUsers.map { (["user"] + $0.map(quoteConfigWord)).joined(separator: " ") }
+        }), apply: { config, args, _ in
+            guard let name = args.first, !name.isEmpty else { throw ConfigError("user: a name is needed") }
+            config.aclUsers.append(args)
+        }, render: { config in config.aclUsers.map { $0.joined(separator: " ") }.joined(separator: " ") }),
+        .text("aclfile", \.aclFile),
+        .choice("acl-pubsub-default", \.aclPubsubDefault, ["allchannels", "resetchannels"], live: true),
+        .integer("acllog-max-len", \.aclLogMaxLen, 0...Int(Int64.max), live: true),
+        .integer("auth-max-failures", \.authMaxFailures, 0...Int(Int32.max), live: true),
+        .integer("auth-failure-window", \.authFailureWindow, 1...86400, live: true),
+        .yesNo("auth-failure-exempt-loopback", \.authFailureExemptLoopback, live: true),
+        ConfigDirective(name: "listener-user", rewrite: .linePerEntry({ config in
+            config.listenerUsers.keys.sorted().map { "listener-user \($0) \(quoteConfigWord(config.listenerUsers[$0]!))" }
+        }), apply: { config, args, _ in
+            guard args.count == 2, let port = Int(args[0]), (0...65535).contains(port) else {
+                throw ConfigError("usage: listener-user <port> <user>")
+            }
+            config.listenerUsers[port] = args[1]
+        }, render: { config in
+            config.listenerUsers.keys.sorted().map { "\($0) \(config.listenerUsers[$0]!)" }.joined(separator: " ")
+        }),
         ConfigDirective(name: "rename-command", rewrite: .linePerEntry({ config in
             config.renamedCommands.keys.sorted().map { "rename-command \($0) \(quoteConfigWord(config.renamedCommands[$0]!))" }
         }), apply: { config, args, _ in

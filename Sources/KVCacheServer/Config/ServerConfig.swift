@@ -100,6 +100,23 @@ public struct ServerConfig: Sendable {
     public var requirePass = ""
     /// Refuse non-loopback clients while no password is set.
     public var protectedMode = true
+    /// `user <name> <rule>…` lines: ACL users from the configuration (Redis's).
+    public var aclUsers: [[String]] = []
+    /// `aclfile`: users are kept in this file (ACL SAVE, ACL LOAD) instead.
+    public var aclFile = ""
+    /// `acl-pubsub-default`: the channel rights a new user starts with.
+    public var aclPubsubDefault = "resetchannels"
+    /// `acllog-max-len`: ACL LOG's length.
+    public var aclLogMaxLen = 128
+    /// This server's bound on guessing: `auth-max-failures` failed AUTHs from
+    /// one client address within `auth-failure-window` seconds, and that
+    /// address's AUTHs are refused until the window ends (0: no bound).
+    public var authMaxFailures = 10
+    public var authFailureWindow = 60
+    /// Loopback clients (the server's own machine, a local proxy) are not bounded.
+    public var authFailureExemptLoopback = true
+    /// `listener-user <port> <user>`: connections to that port start as that user.
+    public var listenerUsers: [Int: String] = [:]
     /// `rename-command` lines: old name → new name ("" disables the command).
     public var renamedCommands: [String: String] = [:]
     /// TLS: a port of its own (0: none), the server's certificate and key,

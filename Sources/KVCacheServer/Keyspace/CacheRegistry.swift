@@ -75,18 +75,24 @@ final class CacheRegistry {
     /// - Throws: `ReplyError` for an out-of-range index, an invalid name, or
     ///   a new cache past `max-caches`.
     func cache(selecting argument: some Collection<UInt8>) throws(ReplyError) -> OpenCache {
+        try cache(named: cacheName(selecting: argument))
+    }
+
+    /// The name of the cache a SELECT argument means (`db3` for 3, a
+    /// `database-name` mapping, or a name), without opening it.
+    func cacheName(selecting argument: some Collection<UInt8>) throws(ReplyError) -> String {
         if let index = parseStrictInt64(argument) {
             guard index >= Int64(Int32.min) && index <= Int64(Int32.max) else { throw .intOutOfRange }
-            if let mapped = config.databaseNames[Int(index)] { return try cache(named: mapped) }
+            if let mapped = config.databaseNames[Int(index)] { return mapped }
             guard index >= 0 && index < Int64(config.databases) else { throw .dbIndexOutOfRange }
-            return try cache(named: "db\(index)")
+            return "db\(index)"
         }
         if Self.looksNumeric(argument) { throw .notInteger }
         let text = String(decoding: argument, as: UTF8.self)
         guard let name = try? SQLiteKVCache.canonicalHandle(text) else {
             throw ReplyError("ERR invalid cache name '\(text.prefix(80))': use 1 to 64 of a-z 0-9 . _ - or a DB index")
         }
-        return try cache(named: name)
+        return name
     }
 
     /// True for a sign and digits only ("01", "+1", "-0", 20 digits): such an

@@ -133,6 +133,11 @@ final class Scripting: LuaInterpreter.Host {
             if server.config.scripting.minReplicasToWrite > 0 { throw ReplyError.noReplicas }
             if readOnlyCommand { throw ReplyError("ERR Can not execute a script with write flag using *_ro command.") }
         }
+        // no-writes implies allow-oom (Redis's scriptPrepareForRun).
+        if server.preCommandOutOfMemory && server.config.maxMemory > 0 && !flags.contains(.allowOOM)
+            && !flags.contains(.noWrites) {
+            throw ReplyError("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
+        }
     }
 
     /// EVAL, EVALSHA and their _RO forms.
@@ -184,6 +189,7 @@ final class Scripting: LuaInterpreter.Host {
     private func run(_ ctx: CommandContext, client: Connection, name: String, isEval: Bool, readOnly: Bool, allowOOM: Bool,
                      _ body: (LuaInterpreter, Bool) -> LuaInterpreter.Outcome) throws {
         let caller = ctx.connection
+        client.user = caller.user
         client.protocolVersion = 2
         client.output.removeAll(keepingCapacity: true)
         let run = ScriptRun(caller: caller, client: client, name: name, isEval: isEval, request: ctx.args.copies,
@@ -238,6 +244,12 @@ final class Scripting: LuaInterpreter.Host {
         if flags.contains("noscript") && !disableDenyScripts {
             return refuse("This Redis command is not allowed from script")
         }
+        if let user = run.caller.user, !user.unrestricted {
+            let refusal = Arguments.withCopy(of: args) {
+                server.aclRefusal(user, command, $0, run.client, context: .lua)
+            }
+            if let refusal { return refuse("-" + refusal.text) }
+        }
         let writes = flags.contains("write")
         if run.readOnly && (writes || flags.contains("may_replicate")) {
             return refuse("Write commands are not allowed from read-only scripts.")
@@ -246,6 +258,11 @@ final class Scripting: LuaInterpreter.Host {
             return refuse("-" + refusal.text)
         }
         if writes && server.config.scripting.minReplicasToWrite > 0 { return refuse("-" + ReplyError.noReplicas.text) }
+        // Redis's scriptVerifyOOM: over maxmemory, a script's first write that may grow is refused.
+        if !run.allowOOM && server.config.maxMemory > 0 && !run.wroteData && server.preCommandOutOfMemory
+            && flags.contains("denyoom") {
+            return refuse("-" + ReplyError.oom.text)
+        }
         if writes { run.wroteData = true }
         run.client.protocolVersion = resp
         run.client.output.removeAll(keepingCapacity: true)
@@ -271,8 +288,11 @@ final class Scripting: LuaInterpreter.Host {
         return run.killed
     }
 
+    /// redis.acl_check_cmd: whether the script's caller may run the command (nil: no such command).
     func aclCheck(_ args: [[UInt8]]) -> Bool? {
-        server.commands.lookup(args[0]) == nil ? nil : true
+        guard let command = server.commands.lookup(args[0]) else { return nil }
+        guard let user = current?.caller.user, !user.unrestricted else { return true }
+        return Arguments.withCopy(of: args) { server.aclDenial(user, command.aclEntry.resolve($0), $0) == nil }
     }
 
     func log(level: Int, _ message: String) {

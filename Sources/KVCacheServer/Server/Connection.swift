@@ -52,6 +52,10 @@ final class Connection {
     var tls: TLSSession?
     /// Whether the client has passed AUTH (always true with no password set).
     var authenticated = true
+    /// The ACL user it runs as (nil for the log's replay: every right).
+    var user: ACLUser?
+    /// EXEC is running its queued commands: an ACL refusal then has Redis's EXEC text.
+    var runningExec = false
     /// The log position of the client's last write: under `appendfsync
     /// always` its replies wait until the log is fsynced that far.
     var awaitingLSN: UInt64 = 0
@@ -94,6 +98,15 @@ final class Connection {
 
     var pendingOutput: Int { output.count - outputSent }
 
+    /// The port of the listener it came through (`listener-user`).
+    var localPort: Int { local.split(separator: ":").last.flatMap { Int($0) } ?? 0 }
+
+    /// The client's address without its port (the failed-AUTH bound counts per address).
+    var peerHost: String {
+        guard let colon = peer.lastIndex(of: ":") else { return peer }
+        return String(peer[..<colon])
+    }
+
     /// The `db=` field: the index for `db<n>`, the name otherwise.
     var databaseLabel: String {
         cache.databaseIndex.map(String.init) ?? cache.name
@@ -122,6 +135,6 @@ final class Connection {
             + "db=\(databaseLabel) sub=\(subscriptions.channels.count) psub=\(subscriptions.patterns.count) ssub=\(subscriptions.shardChannels.count) multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
             + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
             + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
-            + "events=\(events) cmd=\(lastCommand) user=default redir=\(tracking.map { $0.redirect } ?? -1) resp=\(protocolVersion)"
+            + "events=\(events) cmd=\(lastCommand) user=\(user?.name ?? "default") redir=\(tracking.map { $0.redirect } ?? -1) resp=\(protocolVersion)"
     }
 }

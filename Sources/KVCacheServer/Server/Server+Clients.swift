@@ -38,7 +38,7 @@ extension Server {
                 continue
             }
             let peerAddress = SocketAddress(storage: storage)
-            if config.protectedMode && config.requirePass.isEmpty
+            if config.protectedMode && acl.defaultUser.nopass
                 && !(peerAddress.map { $0.host == "127.0.0.1" || $0.host == "::1" } ?? false) {
                 Array(Self.protectedModeRefusal.utf8).withUnsafeBytes { _ = try? Posix.write(fd, $0) }
                 Posix.close(fd)
@@ -61,8 +61,7 @@ extension Server {
             let connection = Connection(
                 id: nextClientID, fd: fd, token: token, peer: peerAddress, local: local,
                 cache: cache, limits: requestLimits, now: now)
-            connection.authenticated = config.requirePass.isEmpty
-            connection.parser.limits.unauthenticated = !connection.authenticated
+            assignStartingUser(connection)
             nextClientID += 1
             do {
                 try epoll.add(fd, token: token, interest: .readable)

@@ -158,6 +158,13 @@ extension Server {
             reject(connection, ReplyError("ERR Command not allowed inside a transaction"), stats: stats)
             return
         }
+        // ACL: one flag for a user with every right (the default user's usual case).
+        if let user = connection.user, !user.unrestricted,
+           let refusal = aclRefusal(user, command, args, connection,
+                                    context: connection.transaction != nil || connection.runningExec ? .multi : .toplevel) {
+            reject(connection, refusal, stats: stats)
+            return
+        }
         if pubsub.subscribedClients > 0 && connection.protocolVersion == 2 && connection.subscriptions.active
             && !PubSub.allowedWhileSubscribed.contains(command.name) {
             reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
@@ -170,6 +177,7 @@ extension Server {
         }
         if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
             let outOfMemory = !performEvictions()
+            preCommandOutOfMemory = outOfMemory
             if outOfMemory && refusedWhenOutOfMemory(command, connection) {
                 reject(connection, .oom, stats: stats)
                 return

@@ -14,13 +14,15 @@ extension Server {
     /// INFO's text for the named sections (none: the default set), in
     /// Redis's format: `# Section` headers and `field:value` lines,
     /// CRLF-separated, sections in Redis's order whatever the order asked.
-    func infoText(sections requested: [String]) -> String {
+    /// A user confined to some caches (`cache:` rules) sees only those in
+    /// `keyspace` and `caches`.
+    func infoText(sections requested: [String], for user: ACLUser? = nil) -> String {
         var wanted = Set(requested)
         if requested.isEmpty || wanted.contains("default") { wanted.formUnion(Self.defaultInfoSections) }
         if wanted.contains("all") || wanted.contains("everything") { wanted.formUnion(Self.infoSections) }
         var out: [String] = []
         for section in Self.infoSections where wanted.contains(section) {
-            guard let lines = infoSection(section) else { continue }
+            guard let lines = infoSection(section, for: user) else { continue }
             if !out.isEmpty { out.append("") }
             out.append("# " + (section == "cpu" ? "CPU" : section.prefix(1).uppercased() + section.dropFirst()))
             out.append(contentsOf: lines)
@@ -28,8 +30,9 @@ extension Server {
         return out.isEmpty ? "" : out.joined(separator: "\r\n") + "\r\n"
     }
 
-    func infoSection(_ name: String) -> [String]? {
+    func infoSection(_ name: String, for user: ACLUser? = nil) -> [String]? {
         let now = Self.nowMilliseconds()
+        let visible: (OpenCache) -> Bool = { cache in user?.mayUse(cache: cache.name) ?? true }
         switch name {
         case "server":
             var uts = utsname()
@@ -181,9 +184,9 @@ extension Server {
                 "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",
             ]
         case "keyspace":
-            return keyspaceLines(now: now)
+            return keyspaceLines(now: now, visible: visible)
         case "caches":
-            return cacheLines(now: now)
+            return cacheLines(now: now, visible: visible)
         case "commandstats":
             return commands.all.flatMap(\.allStats).filter { !$0.stats.isEmpty }.map { name, s in
                 let perCall = s.calls > 0 ? Double(s.microseconds) / Double(s.calls) : 0

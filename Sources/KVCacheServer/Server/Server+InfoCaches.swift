@@ -13,9 +13,9 @@ extension Server {
     /// `databases 16` included) are never here: Redis tools (the Prometheus
     /// exporter among them) read any field whose name starts with `db` as a
     /// numbered database. They are in `# Caches`.
-    func keyspaceLines(now: Int64) -> [String] {
+    func keyspaceLines(now: Int64, visible: (OpenCache) -> Bool = { _ in true }) -> [String] {
         var numbered: [(index: Int, cache: OpenCache)] = []
-        for cache in registry.open.values {
+        for cache in registry.open.values where visible(cache) {
             guard let index = cache.databaseIndex, index < config.databases else { continue }
             numbered.append((index, cache))
         }
@@ -36,10 +36,10 @@ extension Server {
     /// sizes, the bytes of its changes not yet in SQLite, and `available=1`.
     /// A cache whose file cannot be opened is `cache_<name>:available=0`.
     /// No field name starts with `db`.
-    func cacheLines(now: Int64) -> [String] {
+    func cacheLines(now: Int64, visible: (OpenCache) -> Bool = { _ in true }) -> [String] {
         let databases = config.databases
         func index(_ cache: OpenCache) -> Int? { cache.databaseIndex.flatMap { $0 < databases ? $0 : nil } }
-        let ordered = registry.open.values.sorted { a, b in
+        let ordered = registry.open.values.filter(visible).sorted { a, b in
             switch (index(a), index(b)) {
             case let (x?, y?): return x < y
             case (.some, nil): return true

@@ -65,6 +65,9 @@ public final class Server {
     var replayConnection: Connection?
     /// Whether the running command may take more room (Redis's `denyoom`).
     var runningCommandMayGrow = false
+    /// Whether the top-level command found the server over maxmemory (Redis's
+    /// pre_command_oom_state): a script's first write is then refused.
+    var preCommandOutOfMemory = false
     /// How deep the running command is (EXEC's commands run at depth 2).
     var commandDepth = 0
     /// Above 0 while blocking commands must not block (inside EXEC).
@@ -155,6 +158,8 @@ public final class Server {
     // MARK: Statistics (ServerStats, Server+Info)
 
     var stats = ServerStats()
+    /// ACL users, ACL LOG, failed-AUTH counts (ACL/ACLRegistry.swift).
+    let acl = ACLRegistry()
     /// LATENCY's events (Latency/).
     let latency = LatencyMonitor()
     /// The largest RSS INFO has seen.
@@ -234,6 +239,7 @@ public final class Server {
         guard !listeners.isEmpty || config.port == 0 && config.tlsPort == 0 else {
             throw ConfigError("nothing to listen on")
         }
+        try loadUsersAtStartup()
     }
 
     /// The addresses actually listened on (port 0 in a bind picks a free port).
@@ -266,12 +272,15 @@ public final class Server {
             refreshClientBufferBytes()
         }
         if newConfig.maxMemoryPolicy != config.maxMemoryPolicy { evictionPool = [] }
+        let passwordChanged = newConfig.requirePass != config.requirePass
         config = newConfig
         logger.level = newConfig.logLevel
         registry.apply(newConfig)
         slowlog.threshold = newConfig.slowlogSlowerThan
         slowlog.maxLength = newConfig.slowlogMaxLength
         latency.threshold = newConfig.latencyMonitorThreshold
+        if passwordChanged { setDefaultPassword(newConfig.requirePass) }
+        if acl.log.count > newConfig.aclLogMaxLen { acl.log.removeLast(acl.log.count - newConfig.aclLogMaxLen) }
         if newConfig.maxMemory > 0 && maxMemoryUsed > newConfig.maxMemory {
             // As Redis's startEvictionTimeProc: a lowered maxmemory evicts
             // right away, in the background, not at the next write.
