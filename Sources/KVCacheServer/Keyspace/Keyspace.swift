@@ -383,11 +383,16 @@ struct Keyspace {
 
     /// Gives a live `key` the expiry `when`, or deletes it when `when` is not
     /// after `now` (a time already past deletes the key, as in Redis).
-    func expire(_ key: [UInt8], at when: Int64, now: Int64) throws {
+    /// Propagated (EXPIRE's family, GETEX) as PEXPIREAT key <when>
+    /// followed by `options`, or as DEL (UNLINK under lazyfree-lazy-expire).
+    func expire(_ key: [UInt8], at when: Int64, now: Int64, options: [[UInt8]] = []) throws {
         if when <= now {
             try delete(key)
+            let lazy = server.config.lazyFree["lazyfree-lazy-expire"] ?? false
+            server.propagateAs([Array((lazy ? "UNLINK" : "DEL").utf8), key])
         } else {
             try setExpiry(key, when)
+            server.propagateAs([Array("PEXPIREAT".utf8), key, Array(String(when).utf8)] + options)
         }
     }
 
