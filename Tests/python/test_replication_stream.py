@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import REDIS, Server, fail_on, redis_only, require_tool
+from conftest import REDIS, Server, fail_on, require_tool
 
 
 @pytest.fixture(scope="module")
@@ -367,9 +367,7 @@ def test_a_key_found_expired_propagates_del(stream, r):
         r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
-@redis_only
 def test_scan_sends_its_expired_keys_unwrapped(stream, r):
-    """Here SCAN skips expired keys without deleting them (the sweep does), so it propagates nothing."""
     r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
     try:
         r.set("foo1", "v", px=50)
