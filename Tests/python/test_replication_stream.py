@@ -16,8 +16,9 @@ import threading
 import time
 
 import pytest
+import redis
 
-from conftest import REDIS, Server, fail_on, require_tool
+from conftest import REDIS, Server, fail_on, free_port, require_tool
 
 
 @pytest.fixture(scope="module")
@@ -240,8 +241,8 @@ def test_set_with_an_expiry_propagates_as_set_pxat(stream, r):
     r.set("a", "1", px=100000, nx=False)
     r.execute_command("SET", "a", "1", "EXAT", int(time.time()) + 100)
     r.execute_command("SET", "a", "1", "PXAT", at)
-    r.setex("a", 100, "1")
-    r.psetex("a", 100000, "1")
+    r.execute_command("SETEX", "a", 100, "1")
+    r.execute_command("PSETEX", "a", 100000, "1")
     r.execute_command("SET", "a", "2", "XX", "EX", "100")
     feed.expect("select *", *["set a 1 PXAT *"] * 3, "set a 1 PXAT %d" % at, *["set a 1 PXAT *"] * 2,
                 "set a 2 PXAT *")
@@ -429,3 +430,46 @@ def test_redis_cli_replica_shows_the_writes(server, r):
         proc.kill()
         proc.wait()
         r.config_set("repl-ping-replica-period", 10)
+
+
+def test_a_redis_replica_follows_the_writes_from_its_sync_on(server, r, tmp_path):
+    """A real redis-server replica (REPLICAOF) loads the payload and applies the stream."""
+    redis_server = require_tool("redis-server")
+    r.set("before", "x")
+    port = free_port()
+    proc = subprocess.Popen([redis_server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+                             "--save", "", "--replicaof", "127.0.0.1", str(server.port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        replica = redis.Redis(port=port, socket_timeout=5)
+        for _ in range(200):
+            try:
+                if replica.info("replication")["master_link_status"] == "up":
+                    break
+            except redis.ConnectionError:
+                pass
+            time.sleep(0.05)
+        assert replica.info("replication")["master_link_status"] == "up"
+        r.set("a", "1", ex=100)
+        r.rpush("l", "x", "y")
+        r.select(1)
+        r.set("in1", "v")
+        r.select(0)
+        r.delete("a")
+        r.set("last", "1")
+        for _ in range(100):
+            if replica.get("last") == b"1":
+                break
+            time.sleep(0.05)
+        assert replica.get("last") == b"1"
+        assert replica.lrange("l", 0, -1) == [b"x", b"y"]
+        assert replica.exists("a") == 0
+        assert redis.Redis(port=port, db=1).get("in1") == b"v"
+        assert replica.info("replication")["role"] == "slave"
+        if not REDIS:
+            assert replica.get("before") is None  # the payload carries no data
+        info = r.info("replication")
+        assert info["connected_slaves"] == 1 and info["slave0"]["port"] == port
+    finally:
+        proc.terminate()
+        proc.wait()
