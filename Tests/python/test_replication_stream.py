@@ -352,6 +352,37 @@ def test_scripts_propagate_their_effects(stream, r):
     feed.expect("select *", "multi", "set a x", "incr n", "exec", "set a y PXAT *", "set z 1")
 
 
+def test_commands_of_scripts_propagate_their_own_rewrites(stream, r):
+    r.sadd("myset", "a", "b", "c")
+    feed = stream()
+    r.eval("return redis.call('spop', 'myset')", 0)
+    r.eval("return redis.call('incrbyfloat', KEYS[1], 1)", 1, "key")
+    r.eval("return redis.call('expire', KEYS[1], ARGV[1])", 1, "key", 3)
+    r.eval("return redis.call('mget', 'a', 'b')", 0)
+    feed.expect("select *", "srem myset *", "set key 1 KEEPTTL", "pexpireat key *")
+    feed.expect_nothing()
+
+
+def test_eviction_for_maxmemory_propagates_del(stream, r):
+    r.set("asdf1", "1")
+    r.set("asdf2", "2")
+    feed = stream()
+    r.set("asdf3", "3")
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    try:
+        r.config_set("maxmemory", 1)
+        for _ in range(200):
+            if r.dbsize() == 0:
+                break
+            time.sleep(0.02)
+        assert r.dbsize() == 0
+    finally:
+        r.config_set("maxmemory", 0)
+        r.config_set("maxmemory-policy", "noeviction")
+    r.set("asdf4", "4")
+    feed.expect("select *", "set asdf3 3", "del asdf*", "del asdf*", "del asdf*", "set asdf4 4")
+
+
 def test_a_key_found_expired_propagates_del(stream, r):
     r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
     try:
