@@ -215,6 +215,16 @@ def test_the_feed_ignores_acks_and_is_dropped_for_a_command_with_a_reply(stream,
     wait_for_replicas(r, 0)
 
 
+def test_client_kill_type_replica_closes_the_feeds(stream, r):
+    feed = stream()
+    wait_for_replicas(r, 1)
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes") == 0
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 1
+    with pytest.raises(EOFError):
+        feed.command(timeout=5)
+    wait_for_replicas(r, 0)
+
+
 def test_ping_every_repl_ping_replica_period(stream, r):
     feed = stream()
     r.config_set("repl-ping-replica-period", 1)
