@@ -232,7 +232,7 @@ struct CommandTable: Sendable {
         + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
-        + scriptingCommands + geoCommands + pubsubCommands + aclCommands)
+        + scriptingCommands + geoCommands + pubsubCommands + aclCommands + replicationCommands)
 
     /// The same commands with counters of their own, for one server.
     func withOwnCounters() -> CommandTable {

@@ -254,10 +254,11 @@ private func clientKill(_ ctx: CommandContext) throws {
             throw ReplyError.syntax
         }
     }
-    // Redis's client types: a subscribed client is "pubsub", the others "normal".
+    // Redis's client types: a SYNC feed is "replica" (or "slave"), a
+    // subscribed client "pubsub", the others "normal".
     func matchesType(_ c: Connection) -> Bool {
         guard let type else { return true }
-        return type == (c.subscriptions.active ? "pubsub" : "normal")
+        return (type == "slave" ? "replica" : type) == (c.isReplica ? "replica" : c.subscriptions.active ? "pubsub" : "normal")
     }
     let victims = ctx.server.allConnections.filter { c in
         matchesType(c) && (user.map { c.user === $0 } ?? true) && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)

@@ -65,12 +65,21 @@ private func restore(_ ctx: CommandContext) throws {
     if ttl > 0 && !absoluteTTL { ttl = ttl.addingReportingOverflow(now).overflow ? .max : ttl + now }
     if ttl > 0 && ttl <= now {
         // Already expired: the key is gone (REPLACE deleted it), as in Redis.
-        if replace { try ctx.keyspace.delete(key) }
+        if replace, try ctx.keyspace.delete(key) {
+            let lazy = ctx.server.config.lazyFree["lazyfree-lazy-server-del"] ?? false
+            ctx.server.propagateAs([Array((lazy ? "UNLINK" : "DEL").utf8), key])
+        }
         ctx.connection.replyOK()
         return
     }
     try ctx.keyspace.store(SQLiteKVCache.Entry(key: key, storageDate: Date(), metadata: [], value: value,
                                                expiresAt: ttl > 0 ? ttl : nil, kind: kind))
+    if ttl > 0 && !absoluteTTL && ctx.server.replicationFeeding {
+        // Propagated with its TTL as an absolute time.
+        var args = ctx.args.copies
+        args[2] = Array(String(ttl).utf8)
+        ctx.server.propagateAs(args + [Array("ABSTTL".utf8)])
+    }
     // As Redis's objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME under any other.
     let lfu = ctx.server.config.maxMemoryPolicy.isLFU
     if (lfu && frequency != nil) || (!lfu && idle != nil) {

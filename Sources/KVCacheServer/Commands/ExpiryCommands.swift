@@ -64,7 +64,8 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         ctx.connection.replyInteger(0)
         return
     }
-    try ctx.keyspace.expire(ctx.args.bytes(1), at: when, now: now)
+    try ctx.keyspace.expire(ctx.args.bytes(1), at: when, now: now,
+                            options: ctx.server.replicationFeeding ? (3..<ctx.args.count).map { ctx.args.bytes($0) } : [])
     ctx.connection.replyInteger(1)
 }
 

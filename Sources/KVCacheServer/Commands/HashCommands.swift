@@ -156,5 +156,6 @@ private func hincrbyfloat(_ ctx: CommandContext) throws {
     hash.set(field, text)
     hash.noteWrite(longestWritten: max(field.count, text.count), limits: ctx.limits)
     try ctx.keyspace.store(hash, at: key, replacing: loaded?.entry)
+    ctx.server.propagateAs([Array("HSET".utf8), key, field, text])
     ctx.connection.replyBulk(text)
 }

@@ -163,6 +163,17 @@ private func spop(_ ctx: CommandContext) throws {
         for member in popped { set.remove(member) }
     }
     ctx.server.persistence.logCommand(as: [Array("SREM".utf8), key] + popped)
+    if ctx.server.replicationFeeding {
+        // Redis propagates a pop of the whole set as DEL, others as SREMs of up to 1024 members.
+        let srem = [Array("SREM".utf8), key]
+        if requested != nil && set.count == 0 {
+            ctx.server.propagateAs([Array("DEL".utf8), key])
+        } else {
+            ctx.server.replication.rewrite = stride(from: 0, to: popped.count, by: 1024).map {
+                srem + popped[$0..<min($0 + 1024, popped.count)]
+            }
+        }
+    }
     try ctx.keyspace.store(set, at: key, replacing: old)
     if requested == nil { ctx.connection.replyBulk(popped[0]) } else { replySet(ctx, popped) }
 }

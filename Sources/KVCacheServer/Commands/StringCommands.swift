@@ -132,6 +132,10 @@ private func set(_ ctx: CommandContext) throws {
         return
     }
     try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: options.keepTTL ? old?.row.expiresAt : expiresAt)
+    // Propagated as SET key value PXAT <ms> (Redis 7.0: five arguments) unless given as PXAT.
+    if let expiresAt, let expiry = options.expiry, expiry.form != .unixMilliseconds {
+        ctx.server.propagateAs(setWithPXAT(key, ctx.args.bytes(2), expiresAt))
+    }
     if options.get { ctx.connection.replyOptionalBulk(oldValue) } else { ctx.connection.replyOK() }
 }
 
@@ -142,7 +146,13 @@ private func setnx(_ ctx: CommandContext) throws {
 private func setex(_ ctx: CommandContext, _ form: ExpiryForm) throws {
     let expiresAt = try ctx.absoluteExpiry(ctx.args[2], form, now: ctx.now)
     try ctx.keyspace.set(ctx.args.bytes(1), ctx.args.bytes(3), expiresAt: expiresAt)
+    ctx.server.propagateAs(setWithPXAT(ctx.args.bytes(1), ctx.args.bytes(3), expiresAt))
     ctx.connection.replyOK()
+}
+
+/// SET key value PXAT <ms>: how SET with an expiry, SETEX and PSETEX propagate.
+private func setWithPXAT(_ key: [UInt8], _ value: [UInt8], _ expiresAt: Int64) -> [[UInt8]] {
+    [Array("SET".utf8), key, value, Array("PXAT".utf8), Array(String(expiresAt).utf8)]
 }
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
@@ -158,6 +168,7 @@ private func getex(_ ctx: CommandContext) throws {
         try ctx.keyspace.expire(key, at: try ctx.absoluteExpiry(ctx.args[expiry.argument], expiry.form, now: now), now: now)
     } else if options.persist && entry.expiresAt != nil {
         try ctx.keyspace.setExpiry(key, nil)
+        ctx.server.propagateAs([Array("PERSIST".utf8), key])
     }
     ctx.connection.replyBulk(entry.value)
 }
@@ -169,6 +180,7 @@ private func getdel(_ ctx: CommandContext) throws {
         return
     }
     try ctx.keyspace.delete(key)
+    ctx.server.propagateAs([Array("DEL".utf8), key])
     ctx.connection.replyBulk(entry.value)
 }
 
@@ -296,5 +308,7 @@ private func incrbyfloat(_ ctx: CommandContext) throws {
     guard result.isFinite else { throw ReplyError("ERR increment would produce NaN or Infinity") }
     let text = formatLongDouble(result)
     try ctx.update(old, key: key, value: text)
+    // Propagated as the value it made, so replicas do not redo float arithmetic.
+    ctx.server.propagateAs([Array("SET".utf8), key, text, Array("KEEPTTL".utf8)])
     ctx.connection.replyBulk(text)
 }

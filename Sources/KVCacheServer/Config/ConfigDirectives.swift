@@ -234,7 +234,9 @@ extension ServerConfig {
         .choice("sanitize-dump-payload", \.sanitizeDumpPayload, ["no", "yes", "clients"], live: true),
         // Replication and RDB settings (no replicas or RDB files here):
         // accepted so that Redis's tests and clients that set them run on.
-        .acceptedInteger("repl-ping-replica-period", aliases: ["repl-ping-slave-period"], default: 10, 1...Int(Int32.max)),
+        // How often the replication stream (SYNC feeds) gets a PING.
+        .integer("repl-ping-replica-period", aliases: ["repl-ping-slave-period"], \.replPingReplicaPeriod, 1...Int(Int32.max),
+                 live: true),
         .acceptedInteger("repl-timeout", default: 60, 1...Int(Int32.max)),
         .acceptedSize("repl-backlog-size", default: 1_048_576),
         .acceptedYesNo("replica-serve-stale-data", aliases: ["slave-serve-stale-data"], default: true),

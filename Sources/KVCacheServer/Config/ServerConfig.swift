@@ -155,9 +155,12 @@ public struct ServerConfig: Sendable {
     /// minutes of idleness take one off it (`lfu-decay-time`).
     public var lfuLogFactor = 10
     public var lfuDecayTime = 1
+    /// Seconds between the PINGs of the replication stream (SYNC feeds).
+    public var replPingReplicaPeriod = 10
     /// Redis settings accepted (and reported by CONFIG GET) that change
     /// nothing a client can see here: lists are ring buffers (list-*),
-    /// frees are immediate (lazyfree-*), RESTORE always checks a payload
+    /// frees are immediate (lazyfree-*: they only choose UNLINK over DEL
+    /// on the replication stream), RESTORE always checks a payload
     /// whole (sanitize-dump-payload).
     var listMaxListpackSize = -2
     var listCompressDepth = 0
@@ -165,8 +168,8 @@ public struct ServerConfig: Sendable {
     var sanitizeDumpPayload = "no"
     var lazyFree: [String: Bool] = [:]
     /// Replication and RDB settings Redis's tests set: checked as Redis
-    /// checks them, answered by CONFIG GET, and otherwise unused (there are
-    /// no replicas and no RDB files here).
+    /// checks them, answered by CONFIG GET, and otherwise unused (no
+    /// replica mode and no RDB files here; SYNC feeds are only fed writes).
     var acceptedSettings: [String: String] = [:]
     /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
     var scripting = ScriptingSettings()

@@ -178,14 +178,20 @@ struct Keyspace {
         try run { engine throws(SQLiteKVCache.Error) in try engine.keys() }
     }
 
-    /// One step of a SCAN: the keys found and the cursor to continue from (0 when done).
+    /// One step of a SCAN: the keys found and the cursor to continue from
+    /// (0 when done). Up to `count` keys already expired are removed first
+    /// (as Redis's SCAN expires the keys it meets, so their DELs propagate).
     func scan(cursor: UInt64, count: Int, kind: ValueKind?) throws -> (keys: [[UInt8]], next: UInt64) {
-        try run { engine throws(SQLiteKVCache.Error) in try engine.scan(cursor: cursor, count: count, kind: kind) }
+        if try expiryDue() { _ = try removeExpired(limit: max(1, count)) }
+        return try run { engine throws(SQLiteKVCache.Error) in try engine.scan(cursor: cursor, count: count, kind: kind) }
     }
 
-    /// A live key chosen at random, or nil when there is none.
+    /// A live key chosen at random, or nil when there is none. A few keys
+    /// already expired are removed first (Redis's dbRandomKey expires the
+    /// keys it draws).
     func randomKey() throws -> [UInt8]? {
-        try run { engine throws(SQLiteKVCache.Error) in try engine.randomKey() }
+        if try expiryDue() { _ = try removeExpired(limit: 16) }
+        return try run { engine throws(SQLiteKVCache.Error) in try engine.randomKey() }
     }
 
     /// Whether some entry's expiry has passed (cheap: no SQL).
@@ -383,11 +389,16 @@ struct Keyspace {
 
     /// Gives a live `key` the expiry `when`, or deletes it when `when` is not
     /// after `now` (a time already past deletes the key, as in Redis).
-    func expire(_ key: [UInt8], at when: Int64, now: Int64) throws {
+    /// Propagated (EXPIRE's family, GETEX) as PEXPIREAT key <when>
+    /// followed by `options`, or as DEL (UNLINK under lazyfree-lazy-expire).
+    func expire(_ key: [UInt8], at when: Int64, now: Int64, options: [[UInt8]] = []) throws {
         if when <= now {
             try delete(key)
+            let lazy = server.config.lazyFree["lazyfree-lazy-expire"] ?? false
+            server.propagateAs([Array((lazy ? "UNLINK" : "DEL").utf8), key])
         } else {
             try setExpiry(key, when)
+            server.propagateAs([Array("PEXPIREAT".utf8), key, Array(String(when).utf8)] + options)
         }
     }
 

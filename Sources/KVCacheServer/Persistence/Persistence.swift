@@ -62,7 +62,7 @@ final class Persistence {
     /// The running command changed a live value in place: it is logged as itself.
     private var commandLive = false
     /// What the running command is logged as instead of its arguments (SPOP as SREM).
-    private var commandRewrite: [[UInt8]]?
+    private(set) var commandRewrite: [[UInt8]]?
 
     /// Where a command's ops start in the record being built (a command
     /// inside EXEC nests in the EXEC's).

@@ -40,7 +40,10 @@ extension Server {
                 trackingRemember(caller, keys: Array(callerRequest[3..<(3 + numkeys)]))
             }
         }
+        // The script's writes are what it propagates (effects replication).
+        let propagation = replicationFeeding ? propagationBegin(connection) : nil
         failure = runHandler(command, connection, args)
+        if let propagation { propagationEnd(propagation, command, args) }
         let elapsed = Self.monotonicMicroseconds() - began
         command.stats.calls += 1
         command.stats.microseconds += elapsed

@@ -35,6 +35,11 @@ final class Connection {
     var noEvict = false
     /// Whether the client ran MONITOR.
     var isMonitor = false
+    /// Whether the client ran SYNC/PSYNC: it is a feed of the replication
+    /// stream (Server/ReplicationFeed.swift), and the port REPLCONF
+    /// listening-port gave.
+    var isReplica = false
+    var replicaListeningPort = 0
     /// Its Pub/Sub channels, patterns and shard channels (Server/PubSub.swift).
     var subscriptions = Subscriptions()
     /// CLIENT TRACKING's state while it is on (Server/Tracking.swift).
@@ -118,7 +123,7 @@ final class Connection {
         let idle = (now - lastInteraction) / 1000
         let nameText = String(decoding: name, as: UTF8.self)
         let events = waitingToWrite ? "rw" : "r"
-        var flags = isMonitor ? "O" : ""
+        var flags = isMonitor ? "O" : isReplica ? "S" : ""
         if subscriptions.active { flags += "P" }
         if transaction != nil { flags += "x" }
         if blocked != nil || postponed != nil { flags += "b" }

@@ -142,7 +142,13 @@ extension Server {
                 (tracking.current, tracking.depth, tracking.pending) = (nil, 0, [])
                 trackingBeginCommand(client)
             }
+            // Served, it propagates as a command of its own (BLPOP as LPOP).
+            let propagation = replicationFeeding ? propagationBegin(client) : nil
             failure = runHandler(state.command, client, args)
+            if let propagation {
+                propagationEnd(propagation, state.command, args)
+                flushPropagation()
+            }
             if tracked {
                 trackingEndCommand(client, state.command, args)
                 (tracking.current, tracking.depth, tracking.pending, tracking.nullSent) = outer

@@ -133,6 +133,7 @@ extension Server {
         connection.closed = true
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
+        if connection.isReplica { detachReplica(connection) }
         if connection.blocked != nil { unblock(connection) }
         if connection.postponed != nil { postponedClients.removeAll { $0 === connection } }
         unwatchAll(connection)

@@ -115,6 +115,8 @@ extension Server {
         guard connection.silenced == 0, connection.replyOff || connection.replySkipNext else {
             return executeCommand(args, for: connection)
         }
+        // A replication feed runs nothing it sends (its REPLCONF ACKs are ignored).
+        if connection.isReplica { return replicaInput(args, from: connection) }
         // CLIENT REPLY OFF or SKIP: the reply is dropped, pushes are kept.
         connection.replySkipping = connection.replySkipNext
         connection.replySkipNext = false
@@ -229,7 +231,14 @@ extension Server {
         let tracked = trackingActive || tracking.depth > 0
         if tracked { trackingBeginCommand(connection) }
         defer { if tracked { trackingEndCommand(connection, command, args) } }
+        // The replication stream: what the command changed, sent when the outermost one ends.
+        let feeding = replicationFeeding
+        let propagation = feeding ? propagationBegin(connection) : nil
         failure = runHandler(command, connection, args)
+        if let propagation {
+            propagationEnd(propagation, command, args)
+            if commandDepth == 1 { flushPropagation(transaction: !ReplicationFeed.touchesArbitraryKeys.contains(command.name)) }
+        }
         let elapsed = Self.monotonicMicroseconds() - began
         stats.calls += 1
         stats.microseconds += elapsed
@@ -248,7 +257,10 @@ extension Server {
         }
         // Clients blocked on keys this command readied are served once it
         // has ended (after a whole EXEC), its record logged first.
-        if commandDepth == 1 && !readyKeys.isEmpty && !persistence.replaying { serveReadyKeys() }
+        if commandDepth == 1 && !readyKeys.isEmpty && !persistence.replaying {
+            serveReadyKeys()
+            if replicationFeeding { flushPropagation() }
+        }
     }
 
     /// Whether a command changes data, so it waits while the memtables are

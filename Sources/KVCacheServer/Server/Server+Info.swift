@@ -71,11 +71,11 @@ extension Server {
         case "replication":
             return [
                 "role:master",
-                "connected_slaves:0",
+            ] + replicaInfoLines + [
                 "master_failover_state:no-failover",
                 "master_replid:\(replicationID)",
                 "master_replid2:0000000000000000000000000000000000000000",
-                "master_repl_offset:0",
+                "master_repl_offset:\(replication.offset)",
                 "second_repl_offset:-1",
                 "repl_backlog_active:0",
                 "repl_backlog_size:1048576",

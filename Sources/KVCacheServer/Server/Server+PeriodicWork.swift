@@ -66,6 +66,7 @@ extension Server {
         if config.maxMemory > 0 { refreshClientBufferBytes() }
         // The tracking table's bound, even when idle after a CONFIG SET (as Redis's serverCron).
         if !tracking.table.isEmpty { trackingLimitKeys() }
+        if replicationFeeding { replicationCron(now: now) }
         opsSamples.append((now, stats.totalCommandsProcessed))
         if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {
@@ -79,7 +80,8 @@ extension Server {
         }
         if config.timeout > 0 {
             let limit = Int64(config.timeout) * 1000
-            for connection in connections.compactMap({ $0 }) where now - connection.lastInteraction > limit {
+            // Replicas are not idle clients (Redis skips CLIENT_SLAVE).
+            for connection in connections.compactMap({ $0 }) where now - connection.lastInteraction > limit && !connection.isReplica {
                 logger.verbose("Closing idle client \(connection.peer)")
                 close(connection)
             }

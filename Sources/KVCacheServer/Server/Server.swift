@@ -110,6 +110,11 @@ public final class Server {
 
     /// Clients in MONITOR mode, fed every command others run.
     var monitors: [Connection] = []
+    /// The replication stream's feeds (SYNC) and what the running command
+    /// propagates (Server/ReplicationFeed.swift).
+    let replication = ReplicationFeed()
+    /// Whether a feed is attached: the one check a command pays otherwise.
+    var replicationFeeding = false
     /// Pub/Sub's channels and patterns (Server/PubSub.swift).
     let pubsub = PubSub()
     /// Client-side caching's tables (Server/Tracking.swift).
@@ -214,8 +219,12 @@ public final class Server {
         registry.onOpen = { [unowned self] engine in persistence.cacheOpened(engine) }
         registry.onEngineEvent = { [unowned self] cache, event in
             switch event {
-            case .expired(let key): keyChanged(.expired, key, in: cache)
-            case .evicted(let key): keyChanged(.evicted, key, in: cache)
+            case .expired(let key):
+                keyChanged(.expired, key, in: cache)
+                if replicationFeeding { propagateDeletion(key, in: cache, lazy: config.lazyFree["lazyfree-lazy-expire"] ?? false) }
+            case .evicted(let key):
+                keyChanged(.evicted, key, in: cache)
+                if replicationFeeding { propagateDeletion(key, in: cache, lazy: config.lazyFree["lazyfree-lazy-eviction"] ?? false) }
             default: break
             }
         }

@@ -1,0 +1,55 @@
+import RESP
+
+/// The master side of Redis's replication handshake, enough for a
+/// read-only feed of the writes (Server/ReplicationFeed.swift): SYNC,
+/// PSYNC (always a full resynchronization) and REPLCONF.
+let replicationCommands: [Command] = [
+    Command(name: "sync", arity: 1, flags: ["admin", "noscript", "no_async_loading", "no_multi"], firstKey: 0, lastKey: 0,
+            step: 0, group: "server", summary: "An internal command used in replication.",
+            handler: { try sync($0, psync: false) }),
+    Command(name: "psync", arity: -3, flags: ["admin", "noscript", "no_async_loading", "no_multi"], firstKey: 0, lastKey: 0,
+            step: 0, group: "server", summary: "An internal command used in replication.",
+            handler: { try sync($0, psync: true) }),
+    Command(name: "replconf", arity: -1, flags: ["admin", "noscript", "loading", "stale", "allow_busy"], firstKey: 0,
+            lastKey: 0, step: 0, group: "server", summary: "An internal command for configuring the replication stream.",
+            handler: replconf),
+]
+
+/// SYNC, and PSYNC replid offset (answered `+FULLRESYNC <replid> <offset>`:
+/// there is no backlog to continue from): the empty RDB, then the stream.
+private func sync(_ ctx: CommandContext, psync: Bool) throws {
+    let c = ctx.connection
+    // Ignored from a replica or a monitor, as Redis.
+    guard !c.isReplica, !c.isMonitor else { return }
+    if psync { _ = try ctx.integer(2) }
+    guard c.pendingOutput == 0 else { throw ReplyError("ERR SYNC and PSYNC are invalid with pending output") }
+    ctx.server.attachReplica(c, fullResync: psync)
+}
+
+/// REPLCONF option value ...: listening-port, ip-address, capa, rdb-only
+/// and rdb-filter-only (which redis-cli --replica sends) answer +OK; ack, fack and getack answer nothing (Redis's
+/// replconfCommand).
+private func replconf(_ ctx: CommandContext) throws {
+    guard ctx.args.count % 2 == 1 else { throw ReplyError.syntax }
+    for j in stride(from: 1, to: ctx.args.count, by: 2) {
+        switch ctx.option(j) {
+        case "listening-port":
+            let port = try ctx.integer(j + 1)
+            ctx.connection.replicaListeningPort = Int(truncatingIfNeeded: port)
+        case "ip-address":
+            guard ctx.args[j + 1].count < 256 else {
+                throw ReplyError("ERR REPLCONF ip-address provided by replica instance is too long: \(ctx.args[j + 1].count) bytes")
+            }
+        case "capa", "rdb-filter-only":
+            break
+        case "ack", "fack", "getack":
+            return
+        case "rdb-only":
+            guard let flag = parseStrictInt64(ctx.args[j + 1]) else { throw ReplyError.notInteger }
+            guard flag == 0 || flag == 1 else { throw ReplyError("ERR value is out of range, value must between 0 and 1") }
+        default:
+            throw ReplyError("ERR Unrecognized REPLCONF option: \(ctx.text(j))")
+        }
+    }
+    ctx.connection.replyOK()
+}

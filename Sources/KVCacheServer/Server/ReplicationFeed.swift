@@ -1,0 +1,213 @@
+import RESP
+
+/// Redis's replication stream, served as a read-only feed (Redis's
+/// replication.c master side and server.c's propagation, 7.0).
+///
+/// `SYNC` (or `PSYNC`, answered `+FULLRESYNC`) turns a connection into a
+/// feed: it gets an RDB of an empty dataset, then every write the server
+/// propagates, as Redis sends it to its replicas (`SELECT` when the
+/// database changes, rewrites such as `SET … PXAT`, `MULTI`/`EXEC` around a
+/// command's several effects, `DEL` for keys that expired or were evicted,
+/// a `PING` every `repl-ping-replica-period` seconds). There is no initial
+/// data and no replica mode: the feed starts from the moment of the `SYNC`.
+///
+/// Commands record their propagation while they run (Redis's
+/// `server.also_propagate`); the outermost command hands the collected ops
+/// to the feeds when it ends (`propagatePendingCommands`).
+final class ReplicationFeed {
+    /// The connections that ran SYNC (Redis's `server.slaves`).
+    var replicas: [Connection] = []
+    /// The ops the running outermost command caused, each with its
+    /// database's label (Redis's `server.also_propagate`).
+    var pending: [(db: String, args: [[UInt8]])] = []
+    /// What the running command propagates instead of its own arguments
+    /// (Redis's `rewriteClientCommandVector` and `alsoPropagate`), if it was rewritten.
+    var rewrite: [[[UInt8]]]?
+    /// The database the stream last selected (Redis's `slaveseldb`); nil
+    /// after a feed attaches, so the next op is preceded by `SELECT`.
+    var selected: String?
+    /// Bytes sent on the stream since start (INFO's `master_repl_offset`).
+    var offset = 0
+    /// When the stream last had a PING (milliseconds).
+    var lastPing: Int64 = 0
+
+    /// Where a command's propagation starts (restored when it ends, for a
+    /// command nested in EXEC, a script or a served blocked client).
+    struct Mark {
+        let changes: Int
+        let rewrite: [[[UInt8]]]?
+        let db: String
+    }
+
+    /// The stream's label for a cache: its database number when it is
+    /// `db<n>`, its name otherwise.
+    static func label(_ cache: OpenCache) -> String {
+        cache.databaseIndex.map(String.init) ?? cache.name
+    }
+
+    /// The commands that never propagate themselves: EXEC (its commands
+    /// do, wrapped by the outermost command) and the scripts (the writes
+    /// their `redis.call` ran do: effects replication).
+    static let propagatesEffectsOnly: Set<String> = [
+        "exec", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
+    ]
+
+    /// The commands whose lazy-expiry deletes go out one by one, not in
+    /// MULTI/EXEC (Redis's CMD_TOUCHES_ARBITRARY_KEYS).
+    static let touchesArbitraryKeys: Set<String> = ["keys", "scan", "randomkey"]
+
+    /// An RDB (version 10) of an empty dataset, as a replica expects after
+    /// SYNC. It does not carry the data: the feed starts from now.
+    static func emptyRDB(now: Int64) -> [UInt8] {
+        var out = Array("REDIS00\(RDB.version)".utf8)
+        func aux(_ key: String, _ value: String) {
+            out.append(0xFA)  // RDB_OPCODE_AUX
+            RDB.appendString(Array(key.utf8), to: &out)
+            RDB.appendString(Array(value.utf8), to: &out)
+        }
+        aux("redis-ver", "7.0.15")
+        aux("redis-bits", "64")
+        aux("ctime", String(now / 1000))
+        aux("used-mem", "0")
+        aux("aof-base", "0")
+        out.append(0xFF)  // RDB_OPCODE_EOF
+        withUnsafeBytes(of: RDB.crc64(out).littleEndian) { out.append(contentsOf: $0) }
+        return out
+    }
+}
+
+extension Server {
+    // MARK: Attaching and detaching feeds
+
+    /// SYNC/PSYNC: sends `connection` the empty RDB as a bulk payload and
+    /// makes it a feed of the stream from now on (replies to what it sends
+    /// later are dropped; REPLCONF ACK is ignored, as Redis).
+    func attachReplica(_ connection: Connection, fullResync: Bool) {
+        let payload = ReplicationFeed.emptyRDB(now: Self.nowMilliseconds())
+        if fullResync {
+            connection.replySimple("FULLRESYNC \(replicationID) \(replication.offset)")
+        }
+        connection.output.append(contentsOf: Array("$\(payload.count)\r\n".utf8))
+        connection.output.append(contentsOf: payload)
+        connection.isReplica = true
+        connection.replyOff = true
+        replication.replicas.append(connection)
+        // A new feed starts with no database selected (Redis resets slaveseldb).
+        replication.selected = nil
+        if replication.replicas.count == 1 { replication.lastPing = Self.nowMilliseconds() }
+        replicationFeeding = true
+        logger.verbose("Replica \(connection.peer) asks for synchronization: streaming writes from now on")
+    }
+
+    /// Removes a closed feed.
+    func detachReplica(_ connection: Connection) {
+        replication.replicas.removeAll { $0 === connection }
+        replicationFeeding = !replication.replicas.isEmpty
+        if !replicationFeeding {
+            replication.pending.removeAll()
+            replication.rewrite = nil
+        }
+    }
+
+    /// What a feed sends after SYNC: REPLCONF ACK (and GETACK, FACK) is
+    /// ignored; any other command would answer, and a replica must get no
+    /// replies, so the feed is dropped (as Redis 7.0).
+    func replicaInput(_ args: Arguments, from connection: Connection) {
+        if args[0].lowercasedText == "replconf", args.count >= 2,
+           ["ack", "fack", "getack"].contains(args[1].lowercasedText) {
+            return
+        }
+        let name = commands.lookup(args[0])?.name ?? args[0].lowercasedText
+        logger.warning("Replica generated a reply to command '\(name)', disconnecting it: \(connection.peer)")
+        close(connection)
+    }
+
+    // MARK: Recording a command's propagation
+
+    /// The running command is propagated as `ops` instead of its own
+    /// arguments (Redis's rewriteClientCommandVector; several ops for
+    /// alsoPropagate). A no-op when no feed is attached.
+    func propagateAs(_ ops: [[UInt8]]...) {
+        guard replicationFeeding else { return }
+        replication.rewrite = ops
+    }
+
+    /// A command starts (only called while feeding).
+    func propagationBegin(_ connection: Connection) -> ReplicationFeed.Mark {
+        defer { replication.rewrite = nil }
+        return ReplicationFeed.Mark(changes: persistence.changes, rewrite: replication.rewrite,
+                                    db: ReplicationFeed.label(connection.cache))
+    }
+
+    /// A command begun at `mark` ends: when it changed data (Redis's dirty
+    /// counter) it joins the pending ops, rewritten if it asked to be (or
+    /// as the append-only log records it: SPOP as SREM, BLPOP as LPOP).
+    func propagationEnd(_ mark: ReplicationFeed.Mark, _ command: Command, _ args: Arguments) {
+        defer { replication.rewrite = mark.rewrite }
+        guard replicationFeeding, persistence.changes > mark.changes,
+              !ReplicationFeed.propagatesEffectsOnly.contains(command.name) else { return }
+        let ops = replication.rewrite ?? persistence.commandRewrite.map { [$0] } ?? [args.copies]
+        for op in ops { replication.pending.append((mark.db, op)) }
+    }
+
+    /// A key expired (lazily or in the sweep) or was evicted: propagated as
+    /// DEL, or UNLINK when the matching lazyfree setting is yes (Redis's
+    /// propagateDeletion). Outside any command it goes out at once.
+    func propagateDeletion(_ key: [UInt8], in cache: OpenCache, lazy: Bool) {
+        let op = [Array((lazy ? "UNLINK" : "DEL").utf8), key]
+        replication.pending.append((ReplicationFeed.label(cache), op))
+        if commandDepth == 0 { flushPropagation() }
+    }
+
+    /// Sends the pending ops to the feeds (Redis's propagatePendingCommands):
+    /// more than one is wrapped in MULTI/EXEC unless `transaction` is false.
+    func flushPropagation(transaction: Bool = true) {
+        guard !replication.pending.isEmpty else { return }
+        let ops = replication.pending
+        replication.pending.removeAll()
+        guard replicationFeeding else { return }
+        var stream: [UInt8] = []
+        func emit(_ db: String, _ args: [[UInt8]]) {
+            if replication.selected != db {
+                RESPEncoder.bulkArray([Array("SELECT".utf8), Array(db.utf8)], into: &stream)
+                replication.selected = db
+            }
+            RESPEncoder.bulkArray(args, into: &stream)
+        }
+        let wrap = transaction && ops.count > 1
+        if wrap { emit(ops[0].db, [Array("MULTI".utf8)]) }
+        for (db, args) in ops { emit(db, args) }
+        if wrap { emit(ops[ops.count - 1].db, [Array("EXEC".utf8)]) }
+        sendToReplicas(stream)
+    }
+
+    /// Appends `bytes` to every feed's output.
+    private func sendToReplicas(_ bytes: [UInt8]) {
+        replication.offset += bytes.count
+        for replica in replication.replicas where !replica.closed {
+            replica.output.append(contentsOf: bytes)
+            queueReplies(replica)
+        }
+    }
+
+    /// The stream's PING every `repl-ping-replica-period` seconds (Redis's
+    /// replicationCron), sent with no SELECT.
+    func replicationCron(now: Int64) {
+        guard replicationFeeding, now - replication.lastPing >= Int64(config.replPingReplicaPeriod) * 1000 else { return }
+        replication.lastPing = now
+        var ping: [UInt8] = []
+        RESPEncoder.bulkArray([Array("PING".utf8)], into: &ping)
+        sendToReplicas(ping)
+    }
+
+    /// INFO replication's `connected_slaves` and `slave<n>` lines.
+    var replicaInfoLines: [String] {
+        var lines = ["connected_slaves:\(replication.replicas.count)"]
+        for (i, replica) in replication.replicas.enumerated() {
+            let ip = replica.peer.split(separator: ":").dropLast().joined(separator: ":")
+            lines.append("slave\(i):ip=\(ip),port=\(replica.replicaListeningPort),state=online,"
+                + "offset=\(replication.offset),lag=0")
+        }
+        return lines
+    }
+}
