@@ -82,7 +82,7 @@ def test_crash_test_reports_losses_it_is_told_to_refuse(tmp_path):
             assert figure(text, "result") == "PASS" and "is lost" not in text, text
             continue
         assert code == 1, text
-        assert "is lost" in text and figure(text, "result") == "FAIL"
+        assert "is lost" in text and figure(text, "result") == "FAIL", text
         assert "writes FAILED" in figure(text, "checks"), text
         return
     pytest.fail("five kill -9 under appendonly no lost nothing: the loss check was never exercised")
