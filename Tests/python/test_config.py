@@ -86,6 +86,19 @@ def test_port_is_immutable(fresh_server):
         "error", "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
 
 
+def test_config_set_of_a_setting_to_its_current_value(c):
+    # Redis's "CONFIG sanity" test sets every setting to its own value: port
+    # and bind (this server cannot change them) take their current value;
+    # a setting Redis itself declares immutable refuses any value.
+    port = c.command("CONFIG", "GET", "port")[1]
+    bind = c.command("CONFIG", "GET", "bind")[1]
+    assert c.command("CONFIG", "SET", "port", port, "bind", bind) == "OK"
+    assert c.command("CONFIG", "GET", "port")[1] == port
+    databases = c.command("CONFIG", "GET", "databases")[1]
+    assert c.command("CONFIG", "SET", "databases", databases) == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")
+
+
 LOG_LINE = re.compile(r"^\d+:M \d\d \w{3} \d{4} \d\d:\d\d:\d\d\.\d{3} [.\-*#] \S")
 
 

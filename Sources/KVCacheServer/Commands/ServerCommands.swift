@@ -120,6 +120,16 @@ private func config(_ ctx: CommandContext) throws {
     }
 }
 
+/// The directives Redis 7.0 declares IMMUTABLE_CONFIG (CONFIG SET refuses
+/// them whatever the value).
+private let redisImmutableConfigs: Set<String> = [
+    "rdbchecksum", "daemonize", "io-threads-do-reads", "tcp-backlog", "always-show-logo", "syslog-enabled",
+    "cluster-enabled", "disable-thp", "aclfile", "unixsocket", "pidfile", "syslog-ident", "appendfilename",
+    "appenddirname", "supervised", "syslog-facility", "databases", "io-threads", "logfile", "unixsocketperm",
+    "set-proc-title", "cluster-config-file", "cluster-port", "enable-protected-configs", "enable-debug-command",
+    "enable-module-command",
+]
+
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.
 /// A `cache` value is a whole line's arguments: "sessions 256mb lru".
 private func configSet(_ ctx: CommandContext) throws {
@@ -130,10 +140,15 @@ private func configSet(_ ctx: CommandContext) throws {
         guard let directive = ServerConfig.directivesByName[name] else {
             throw ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '\(ctx.text(i))'")
         }
+        let value = ctx.text(i + 1)
+        // A setting's current value is a no-op, as Redis's "CONFIG sanity"
+        // test expects of every setting (this server cannot change port or
+        // bind at run time, Redis can); Redis's own immutable ones refuse
+        // any value.
+        if !redisImmutableConfigs.contains(directive.name) && value == directive.render(ctx.server.config) { continue }
         guard directive.live else {
             throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
         }
-        let value = ctx.text(i + 1)
         let words = directive.words ? value.split(separator: " ").map(String.init) : [value]
         do {
             try config.apply(name, words)
