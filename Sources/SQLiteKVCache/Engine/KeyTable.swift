@@ -207,9 +207,6 @@ final class KeyTable {
         return slot
     }
 
-    /// Sets the current state of `digest` (a row, or nil for deleted) and
-    /// marks it for the next batch.
-    @discardableResult
     /// Makes room for `count` more slots at once (a replay knows how many
     /// records are coming: growing the dictionary step by step rehashes
     /// every slot again at each doubling).
@@ -218,6 +215,9 @@ final class KeyTable {
         changed.reserveCapacity(changed.count + count)
     }
 
+    /// Sets the current state of `digest` (a row, or nil for deleted) and
+    /// marks it for the next batch.
+    @discardableResult
     func write(_ digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot {
         let slot: KeySlot
         if let existing = slots[digest] {
