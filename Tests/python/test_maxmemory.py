@@ -163,6 +163,23 @@ def test_volatile_ttl_evicts_the_soonest_to_expire_and_never_the_others(limited)
     assert c.command("DBSIZE") <= 50 + replies.index(OOM)
 
 
+def test_function_load_and_restore_are_refused_over_maxmemory(limited):
+    # FUNCTION LOAD and RESTORE are denyoom in Redis, though FUNCTION is not.
+    c = limited
+    c.command("FUNCTION", "FLUSH")
+    library = "#!lua name=oomlib\nredis.register_function('oomf', function() return 1 end)"
+    assert c.command("FUNCTION", "LOAD", library) == b"oomlib"
+    payload = c.command("FUNCTION", "DUMP")
+    c.command("FUNCTION", "FLUSH")
+    c.command("CONFIG", "SET", "maxmemory", "1")
+    assert c.command("FUNCTION", "LOAD", library) == OOM
+    assert c.command("FUNCTION", "RESTORE", payload) == OOM
+    assert c.command("FUNCTION", "LIST") == []
+    c.command("CONFIG", "SET", "maxmemory", "0")
+    assert c.command("FUNCTION", "RESTORE", payload) == "OK"
+    c.command("FUNCTION", "FLUSH")
+
+
 @pytest.mark.kvcache_only
 def test_volatile_random_finds_the_one_key_with_an_expiry_among_many(limited):
     """One key with an expiry among 300 without, all of them just written

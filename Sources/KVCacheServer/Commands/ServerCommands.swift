@@ -14,9 +14,6 @@ let serverCommands: [Command] = [
     Command(name: "shutdown", arity: -1, flags: ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
             firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Commits everything, closes every cache and stops the server.", handler: shutdown),
-    Command(name: "function", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
-            group: "scripting", summary: "A container for function commands (there are no functions).", handler: function,
-            subcommands: ["flush"]),
 ]
 
 private func info(_ ctx: CommandContext) throws {
@@ -158,24 +155,6 @@ private func configSet(_ ctx: CommandContext) throws {
     }
     try ctx.server.apply(config)
     ctx.connection.replyOK()
-}
-
-private func function(_ ctx: CommandContext) throws {
-    switch ctx.option(1) {
-    case "flush":
-        guard ctx.args.count <= 3 else {
-            throw ReplyError("ERR unknown subcommand or wrong number of arguments for '\(ctx.text(1))'. Try FUNCTION HELP.")
-        }
-        if ctx.args.count == 3 {
-            let mode = ctx.option(2)
-            guard mode == "async" || mode == "sync" else {
-                throw ReplyError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-            }
-        }
-        ctx.connection.replyOK()
-    default:
-        throw ReplyError.unknownSubcommand(ctx.args[1], of: "function")
-    }
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: the server stops as on SIGTERM

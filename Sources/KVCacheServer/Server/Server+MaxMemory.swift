@@ -143,6 +143,16 @@ extension Server {
         return nil
     }
 
+    /// Subcommands of Redis's container commands that Redis flags `denyoom`
+    /// (their container is not).
+    static let denyOOMSubcommands: Set<String> = ["function|load", "function|restore"]
+
+    /// Whether `args` run a subcommand Redis refuses over maxmemory.
+    static func subcommandDeniesOOM(_ command: Command, _ args: Arguments) -> Bool {
+        guard !command.subcommands.isEmpty, args.count >= 2 else { return false }
+        return denyOOMSubcommands.contains(command.name + "|" + args[1].lowercasedText)
+    }
+
     /// Whether a command is refused while the server is over maxmemory
     /// (Redis's processCommand): one that may take room (denyoom, or an
     /// EXEC holding one), or any but EXEC, DISCARD, QUIT and RESET inside MULTI.
