@@ -494,6 +494,11 @@ def test_command_getkeys_follows_the_key_specs(raw):
     assert keys("sort", "abc", "store", "invalid", "store", "stillbad", "store", "def") == [b"abc", b"def"]
     assert keys("sort", "k", "limit", "0", "1", "get", "#", "by", "x", "store") == [b"k"]
     assert keys("sort_ro", "abc") == [b"abc"]
+    assert keys("eval", "return 1", "0") == []                            # no_mandatory_keys
+    assert keys("eval", "return 1", "2", "a", "b", "arg") == [b"a", b"b"]
+    # Redis's key specs also answer for Redis commands this server lacks.
+    assert keys("xgroup", "create", "mystream", "g", "$") == [b"mystream"]
+    assert keys("nosuchcommand", "x") == ("error", "ERR Invalid command specified")
     invalid = ("error", "ERR Invalid arguments specified for command")
     assert keys("zunionstore", "t", "5", "a", "b", "c") == invalid
     assert keys("sintercard", "3", "a", "b") == invalid

@@ -16,15 +16,22 @@ enum CommandKeys {
         let name = withFlags ? "command|getkeysandflags" : "command|getkeys"
         guard ctx.args.count >= 4 else { throw ReplyError.wrongArity(name) }
         let argv = (2..<ctx.args.count).map { ctx.args.bytes($0) }
-        guard let command = ctx.server.commands.lookup(argv[0]) else {
+        // A Redis command this server does not run (the stream commands)
+        // still has Redis's key specs: GETKEYS answers from them, as a
+        // table lookup, like Redis (a client computing a key's slot asks).
+        let known = ctx.server.commands.lookup(argv[0])
+        let redisName = String(decoding: argv[0].map(asciiLower), as: UTF8.self)
+        let notHere = known == nil && CommandTable.standard.lookup(argv[0]) == nil  // not renamed away
+        guard known != nil || (notHere && RedisCommandSpecs.parsedInfo[redisName] != nil) else {
             throw ReplyError("ERR Invalid command specified")
         }
-        var entry = RedisCommandSpecs.parsedInfo[command.name]
+        let commandName = known?.name ?? redisName
+        var entry = RedisCommandSpecs.parsedInfo[commandName]
         // A container (MEMORY USAGE): its subcommand's own entry.
         if let parent = entry, case .array(let fields?) = parent, fields.count > 9,
            let subs = list(fields[9]), !subs.isEmpty {
             guard argv.count >= 2 else { throw ReplyError("ERR Invalid command specified") }
-            let wanted = command.name + "|" + String(decoding: argv[1].map(asciiLower), as: UTF8.self)
+            let wanted = commandName + "|" + String(decoding: argv[1].map(asciiLower), as: UTF8.self)
             entry = subs.first { sub in
                 if case .array(let f?) = sub, case .bulk(let n?) = f.first { return String(decoding: n, as: UTF8.self) == wanted }
                 return false
@@ -35,13 +42,13 @@ enum CommandKeys {
         var specs: [[String: RESPValue]] = []
         var procedureOnly = false
         if let entry, case .array(let fields?) = entry, fields.count > 8 {
-            if case .integer(let a) = fields[1] { arity = Int(a) } else { arity = command.arity }
+            if case .integer(let a) = fields[1] { arity = Int(a) } else { arity = known?.arity ?? -1 }
             specs = (list(fields[8]) ?? []).compactMap(dictionary)
-            procedureOnly = command.name == "sort" || command.name == "sort_ro"
+            procedureOnly = commandName == "sort" || commandName == "sort_ro"
         } else {
-            arity = command.arity
+            arity = known?.arity ?? -1
         }
-        let hasKeys = procedureOnly || (entry == nil ? command.firstKey > 0 : specs.contains { !flagNames($0).contains("not_key") })
+        let hasKeys = procedureOnly || (entry == nil ? (known?.firstKey ?? 0) > 0 : specs.contains { !flagNames($0).contains("not_key") })
         guard hasKeys else { throw ReplyError("ERR The command has no key arguments") }
         guard arity > 0 ? arity == argv.count : argv.count >= -arity else {
             throw ReplyError("ERR Invalid number of arguments specified for command")
@@ -49,14 +56,24 @@ enum CommandKeys {
         // As Redis: the specs when their flags are reliable (no spec has
         // variable_flags) and they can say; else the command's procedure.
         let found: [Found]?
-        if entry == nil {
-            found = legacyKeys(command, argv: argv)
+        if entry == nil, let known {
+            found = legacyKeys(known, argv: argv)
         } else if specs.contains(where: { flagNames($0).contains("variable_flags") }) {
-            found = procedure(command.name, argv: argv)
+            found = procedure(commandName, argv: argv)
         } else {
-            found = keys(specs, argv: argv, arity: arity) ?? procedure(command.name, argv: argv)
+            found = keys(specs, argv: argv, arity: arity) ?? procedure(commandName, argv: argv)
         }
         guard let found, !found.isEmpty else {
+            // EVAL with 0 keys: a command flagged no_mandatory_keys has none.
+            if let entry, case .array(let fields?) = entry, fields.count > 2,
+               let flags = list(fields[2]), flags.contains(where: { flag in
+                   if case .simpleString(let name) = flag { return name.lowercased() == "no_mandatory_keys" }
+                   if case .bulk(let name?) = flag { return String(decoding: name, as: UTF8.self) == "no_mandatory_keys" }
+                   return false
+               }) {
+                ctx.connection.replyArrayHeader(0)
+                return
+            }
             throw ReplyError("ERR Invalid arguments specified for command")
         }
         let c = ctx.connection
