@@ -65,6 +65,29 @@ def test_monitor_sees_other_clients_commands(server, c):
     m.close()
 
 
+def test_monitor_shows_transactions_and_scripts_in_redis_order(server, c):
+    # Redis 7.0: MULTI, then the commands EXEC ran, then EXEC; EVAL before
+    # its script's commands, which come from "lua".
+    m = server.raw()
+    assert m.command("MONITOR") == "OK"
+    assert c.command("MULTI") == "OK"
+    assert c.command("SET", "mon:t", "1") == "QUEUED"
+    assert c.command("EXEC") == ["OK"]
+    assert c.command("EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "mon:e") == "OK"
+    lines = [m.read_reply() for _ in range(5)]
+    assert [line.split("] ", 1)[1] for line in lines] == [
+        '"MULTI"', '"SET" "mon:t" "1"', '"EXEC"', '"EVAL" "return redis.call(\'set\', KEYS[1], \'v\')" "1" "mon:e"',
+        '"set" "mon:e" "v"']
+    assert " [0 lua] " in lines[4] and " [0 127.0.0.1:" in lines[0]
+    m.close()
+
+
+def test_config_set_refuses_a_setting_named_twice_and_client_kill_without_arguments(c):
+    assert c.command("CONFIG", "SET", "maxmemory-samples", "5", "maxmemory-samples", "6") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'maxmemory-samples') - duplicate parameter")
+    assert c.command("CLIENT", "KILL") == ("error", "ERR wrong number of arguments for 'client|kill' command")
+
+
 # --- OBJECT ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value, encoding", [("12345", "int"), ("hello", "embstr"), ("x" * 44, "embstr"),

@@ -126,6 +126,7 @@ private func client(_ ctx: CommandContext) throws {
         let now = Server.nowMilliseconds()
         c.replyVerbatim(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
     case "kill":
+        guard ctx.args.count >= 3 else { throw ReplyError.wrongArity("client|kill") }
         try clientKill(ctx)
     case "unblock":
         // CLIENT UNBLOCK id [TIMEOUT|ERROR]

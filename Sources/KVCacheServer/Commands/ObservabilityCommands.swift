@@ -74,7 +74,8 @@ extension Server {
         let words = args.enumerated().map { i, arg in
             redacted && i > 0 ? "\"(redacted)\"" : quoteForMonitor(arg)
         }
-        let line = "\(now.tv_sec).\(fraction) [\(client.databaseLabel) \(client.peer)] " + words.joined(separator: " ")
+        let source = scripting.isScriptClient(client) ? "lua" : client.peer
+        let line = "\(now.tv_sec).\(fraction) [\(client.databaseLabel) \(source)] " + words.joined(separator: " ")
         for monitor in monitors where monitor !== client && !monitor.closed {
             monitor.replySimple(line)
             queueReplies(monitor)

@@ -132,10 +132,15 @@ private let redisImmutableConfigs: Set<String> = [
 private func configSet(_ ctx: CommandContext) throws {
     guard ctx.args.count >= 4, ctx.args.count % 2 == 0 else { throw ReplyError.wrongArity("config|set") }
     var config = ctx.server.config
+    var seen = Set<String>()
     for i in stride(from: 2, to: ctx.args.count, by: 2) {
         let name = ctx.option(i)
         guard let directive = ServerConfig.directivesByName[name] else {
             throw ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '\(ctx.text(i))'")
+        }
+        // One setting named twice (or by two of its names) is refused, as Redis.
+        guard seen.insert(directive.name).inserted else {
+            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - duplicate parameter")
         }
         let value = ctx.text(i + 1)
         // A setting's current value is a no-op, as Redis's "CONFIG sanity"
@@ -143,7 +148,7 @@ private func configSet(_ ctx: CommandContext) throws {
         // bind at run time, Redis can); Redis's own immutable ones refuse
         // any value.
         if !redisImmutableConfigs.contains(directive.name) && value == directive.render(ctx.server.config) { continue }
-        guard directive.live else {
+        guard directive.live && !redisImmutableConfigs.contains(directive.name) else {
             throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
         }
         let words = directive.words ? value.split(separator: " ").map(String.init) : [value]

@@ -243,6 +243,17 @@ extension ServerConfig {
         .acceptedYesNo("replica-read-only", aliases: ["slave-read-only"], default: true),
         .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)),
         .acceptedYesNo("aof-use-rdb-preamble", default: true),
+        // The server runs in the foreground (under systemd, a container or
+        // a shell): `daemonize no` is accepted, `yes` is an error, and
+        // CONFIG SET refuses it as Redis does (immutable).
+        .accepted("daemonize", default: "no") { args, given in
+            switch try oneArgument(args, given).lowercased() {
+            case "no": return "no"
+            case "yes": throw ConfigError("daemonize yes is not supported: run the server in the foreground "
+                + "(systemd, a container, or a shell's &)")
+            default: throw ConfigError("argument must be 'yes' or 'no'")
+            }
+        },
     ] + ["lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del",
          "lazyfree-lazy-user-flush"].map { name in
         ConfigDirective(name: name, live: true, apply: { config, args, name in

@@ -212,7 +212,6 @@ extension Server {
             persistence.requestSeal()
             return
         }
-        if !monitors.isEmpty { feedMonitors(args, from: connection) }
         let outer = runningCommandMayGrow
         runningCommandMayGrow = command.flags.contains("denyoom") || (command.name == "exec" && outer)
         defer { runningCommandMayGrow = outer }
@@ -234,7 +233,13 @@ extension Server {
         // The replication stream: what the command changed, sent when the outermost one ends.
         let feeding = replicationFeeding
         let propagation = feeding ? propagationBegin(connection) : nil
+        // Monitors see a command as it starts (EVAL before its script's
+        // commands), but EXEC after the commands it ran (MULTI, SET, EXEC),
+        // as Redis 7.0 shows them.
+        let execFedAfter = command.name == "exec"
+        if !monitors.isEmpty && !execFedAfter { feedMonitors(args, from: connection) }
         failure = runHandler(command, connection, args)
+        if execFedAfter && !monitors.isEmpty { feedMonitors(args, from: connection) }
         if let propagation {
             propagationEnd(propagation, command, args)
             if commandDepth == 1 { flushPropagation(transaction: !ReplicationFeed.touchesArbitraryKeys.contains(command.name)) }
