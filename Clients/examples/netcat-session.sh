@@ -6,8 +6,9 @@
 #
 #   Clients/examples/netcat-session.sh [port]     # or PORT=7777 ...; default 6379
 #
-# Uses netcat-openbsd (Debian's nc): -q1 quits a second after stdin ends,
-# once the replies are in. (-N instead quits as soon as the server has
+# Uses netcat-openbsd (Debian's nc): -q3 quits three seconds after stdin ends,
+# once the replies are in, even from a new cache whose file is created on
+# a loaded disk. (-N instead quits as soon as the server has
 # answered and closed.)
 set -eu
 PORT=${1:-${PORT:-6379}}
@@ -15,11 +16,11 @@ HOST=${HOST:-127.0.0.1}
 
 # Sends $1 (printf escapes allowed) and prints the raw reply.
 session() {
-    printf '$ printf %s | nc -q1 %s %s\n' "'$1'" "$HOST" "$PORT"
+    printf '$ printf %s | nc -q3 %s %s\n' "'$1'" "$HOST" "$PORT"
     if [ "${RAW:-0}" = 1 ]; then
-        printf "$1" | nc -q1 "$HOST" "$PORT"
+        printf "$1" | nc -q3 "$HOST" "$PORT"
     else
-        printf "$1" | nc -q1 "$HOST" "$PORT" | sed 's/\r$/\\r\\n/'
+        printf "$1" | nc -q3 "$HOST" "$PORT" | sed 's/\r$/\\r\\n/'
     fi
     echo
 }
