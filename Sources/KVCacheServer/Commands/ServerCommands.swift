@@ -147,8 +147,9 @@ private func configSet(_ ctx: CommandContext) throws {
         // test expects of every setting (this server cannot change port or
         // bind at run time, Redis can); Redis's own immutable ones refuse
         // any value.
-        if !redisImmutableConfigs.contains(directive.name) && value == directive.render(ctx.server.config) { continue }
-        guard directive.live && !redisImmutableConfigs.contains(directive.name) else {
+        let immutableInRedis = redisImmutableConfigs.contains(directive.name)
+        if !immutableInRedis && value == directive.render(ctx.server.config) { continue }
+        guard directive.live && !immutableInRedis else {
             throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
         }
         let words = directive.words ? value.split(separator: " ").map(String.init) : [value]
