@@ -477,8 +477,11 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0, host: s
         try:
             with socket.create_connection((host, port), timeout=2) as s:
                 s.sendall(b"PING\r\n")
-                if not s.recv(200).startswith(b"-LOADING"):
+                reply = s.recv(200)
+                if reply and not reply.startswith(b"-LOADING"):
                     return
+                # -LOADING, or closed without a reply: a server that is
+                # exiting (a refused start) or not yet answering. Ask again.
         except OSError:
             return  # refused for another reason: not loading
         time.sleep(0.02)

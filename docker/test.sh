@@ -411,12 +411,13 @@ inspect_image() {
     expect "healthcheck" "$f" '["CMD","kvcache-healthcheck"]'
 
     # Shared libraries: glibc, libstdc++/libgcc_s (in Debian's base image),
-    # SQLite, OpenSSL and what they need; the Swift runtime is static.
+    # SQLite, OpenSSL, Lua 5.1 with its cjson and bit modules (EVAL), and
+    # what they need; the Swift runtime is static.
     local libs unexpected
     libs=$(podman run --rm --entrypoint ldd "$IMAGE" /usr/local/bin/kvcache-server)
     echo "$libs" | sed 's/^/    /'
     unexpected=$(echo "$libs" | awk '{print $1}' |
-        grep -Ev '^(linux-vdso\.so|/lib64/ld-linux-x86-64\.so|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s|sqlite3|ssl|crypto|z)\.so)' || true)
+        grep -Ev '^(linux-vdso\.so|/lib64/ld-linux-x86-64\.so|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s|sqlite3|ssl|crypto|z|lua5\.1|lua5\.1-cjson|lua5\.1-bitop)\.so)' || true)
     [ -z "$unexpected" ] || fail "unexpected shared libraries: $unexpected"
     echo "    ok: only glibc, libstdc++, SQLite and OpenSSL are linked"
     f=$(podman run --rm "$IMAGE" --version)

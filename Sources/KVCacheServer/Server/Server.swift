@@ -229,6 +229,9 @@ public final class Server {
             }
         }
         try epoll.add(persistence.wakeFD, token: Self.wakeToken, interest: .readable)
+        // Users before the listeners: a configuration whose users are refused
+        // stops the start before any client can connect.
+        try loadUsersAtStartup()
         for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
             for host in config.bind {
                 guard let address = SocketAddress(host: host, port: port) else {
@@ -248,7 +251,6 @@ public final class Server {
         guard !listeners.isEmpty || config.port == 0 && config.tlsPort == 0 else {
             throw ConfigError("nothing to listen on")
         }
-        try loadUsersAtStartup()
     }
 
     /// The addresses actually listened on (port 0 in a bind picks a free port).
