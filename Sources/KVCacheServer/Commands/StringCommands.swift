@@ -118,8 +118,7 @@ private func get(_ ctx: CommandContext) throws {
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
 private func set(_ ctx: CommandContext) throws {
     let options = try StringSetOptions(ctx.args, from: 3, for: .set)
-    let now = ctx.now
-    let expiresAt = try options.expiry.map { try ctx.absoluteExpiry(ctx.args[$0.argument], $0.form, now: now) }
+    let expiresAt = try options.expiry.map { try ctx.absoluteExpiry(ctx.args[$0.argument], $0.form, now: ctx.now) }
     let key = ctx.args.bytes(1)
     // The old entry matters only to NX, XX, GET and KEEPTTL.
     let needsOld = options.nx || options.xx || options.get || options.keepTTL

@@ -17,6 +17,7 @@ final class OpenCache {
         guard let engine else { return }
         guard let sink = onEngineEvent else { engine.onEvent = nil; return }
         engine.onEvent = { [unowned self] event in sink(self, event) }
+        engine.reportsWrites = false  // the server hears of expiries and evictions only
     }
     /// Why the file could not be opened, if it could not; kept until reopened.
     var openError: SQLiteKVCache.Error?

@@ -305,9 +305,7 @@ final class Persistence {
     // MARK: Seals
 
     /// Bytes of changes not yet in SQLite, over every open cache.
-    var unappliedBytes: Int {
-        server.registry.open.values.reduce(0) { $0 + ($1.engine?.unappliedBytes ?? 0) }
-    }
+    var unappliedBytes: Int { server.registry.memoryBudget.unappliedBytes }
 
     /// Whether writes must wait for the writer (the memtables are full).
     var memtableFull: Bool { unappliedBytes >= server.config.memtableMaxBytes }

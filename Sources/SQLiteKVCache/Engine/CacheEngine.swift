@@ -32,6 +32,10 @@ public final class CacheEngine {
     public private(set) var lastFailure: SQLiteKVCache.Error?
     /// Told of every change, as it happens in memory.
     public var onEvent: ((CacheEvent) -> Void)?
+    /// Whether `onEvent` hears of the owner's own writes (stored, deleted,
+    /// cleared) besides the engine's (expired, evicted). An owner that
+    /// knows its writes turns this off: a call per SET is measurable.
+    public var reportsWrites = true
 
     /// The file's rows are void: a clear has not reached it yet.
     private(set) var fileVoid = false
@@ -137,7 +141,12 @@ public final class CacheEngine {
 
     /// The size and expiry of `digest`'s current row, without loading its value.
     func oldState(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> (size: Int, expiresAt: Int64?)? {
-        if let slot = table.slot(digest) {
+        try oldState(digest, found: table.slot(digest))
+    }
+
+    /// `oldState`, given the table's slot for `digest` (nil: none).
+    func oldState(_ digest: KeyDigest, found: KeySlot?) throws(SQLiteKVCache.Error) -> (size: Int, expiresAt: Int64?)? {
+        if let slot = found {
             guard slot.row != nil else { return nil }
             // A value held as bytes: the slot's cost is its content size
             // plus a constant, so no array header is read (reading the key's,
@@ -243,11 +252,12 @@ public final class CacheEngine {
     /// its key, then evicts per policy to stay within capacity.
     /// - Throws: `entryTooLarge` when the entry alone is over capacity;
     ///   `capacityExceeded` under `noeviction`; `readFailed` from the file.
-    public func put(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
+    public func put(_ entry: consuming StoredEntry) throws(SQLiteKVCache.Error) {
         let size = entry.contentSize
         if capacity > 0 && size > capacity { throw .entryTooLarge(size: size, capacity: capacity) }
         let digest = hasher.digest(entry.key)
-        let old = try oldState(digest)
+        let found = table.slot(digest)
+        let old = try oldState(digest, found: found)
         if policy == .noeviction && capacity > 0 && totals.bytes - (old?.size ?? 0) + size > capacity {
             throw .capacityExceeded(capacity: capacity)
         }
@@ -255,10 +265,11 @@ public final class CacheEngine {
         var row = entry.row
         row.seq = totals.takeSeq()
         totals.apply(size: size, expiresAt: row.expiresAt, sign: 1)
-        let slot = table.write(digest, key: entry.key, row: row)
+        let expires = row.expiresAt != nil
+        let slot = table.write(digest, key: entry.key, row: row, found: found)
         access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
-        noteUnapplied(slot)
-        onEvent?(.stored(key: entry.key))
+        if capacity > 0 || expires { noteUnapplied(slot) }
+        if reportsWrites { onEvent?(.stored(key: slot.key)) }
         _ = try evictToCapacity(limit: .max)
     }
 
@@ -345,7 +356,7 @@ public final class CacheEngine {
         }
         totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
         table.write(digest, key: key, row: nil)
-        onEvent?(.deleted(key: key))
+        if reportsWrites { onEvent?(.deleted(key: key)) }
         return true
     }
 
@@ -378,7 +389,7 @@ public final class CacheEngine {
         clearInFlight = 0  // a clear already in flight is not this one
         eviction.reset(for: policy)
         expiry = ExpiryWalk()
-        onEvent?(.cleared)
+        if reportsWrites { onEvent?(.cleared) }
     }
 
     /// Removes an expired entry, counting it as expired.
@@ -430,7 +441,7 @@ public final class CacheEngine {
         table.noteChange(slot, .row)
         access.stampWrite(slot, new: false, now: nowMilliseconds())
         noteUnapplied(slot)
-        onEvent?(.stored(key: key))
+        if reportsWrites { onEvent?(.stored(key: key)) }
         _ = try evictToCapacity(limit: .max)
     }
 

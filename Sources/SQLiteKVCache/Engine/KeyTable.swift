@@ -82,8 +82,9 @@ public final class MemoryBudget: @unchecked Sendable {
 
     /// Clean bytes over every table.
     public var cleanBytes: Int { tables.reduce(0) { $0 + ($1.table?.cleanBytes ?? 0) } }
-    /// Unapplied bytes over every table.
-    public var unappliedBytes: Int { tables.reduce(0) { $0 + ($1.table?.unappliedBytes ?? 0) } }
+    /// Unapplied bytes over every table (the memtables' total), kept as
+    /// the tables change: read before every write.
+    public fileprivate(set) var unappliedBytes = 0
 
     fileprivate func register(_ table: KeyTable) {
         tables.removeAll { $0.table == nil }
@@ -92,6 +93,7 @@ public final class MemoryBudget: @unchecked Sendable {
 
     fileprivate func unregister(_ table: KeyTable) {
         used -= table.cleanBytes + table.unappliedBytes
+        unappliedBytes -= table.unappliedBytes
         tables.removeAll { $0.table == nil || $0.table === table }
     }
 
@@ -128,7 +130,10 @@ final class KeyTable {
     }
     /// Bytes of the slots not yet in the file (the memtable's size).
     private(set) var unappliedBytes = 0 {
-        didSet { budget.used += unappliedBytes - oldValue }
+        didSet {
+            budget.used += unappliedBytes - oldValue
+            budget.unappliedBytes += unappliedBytes - oldValue
+        }
     }
     private(set) var hits = 0
     private(set) var misses = 0
@@ -168,7 +173,15 @@ final class KeyTable {
     var count: Int { slots.count }
 
     static func cost(_ slot: KeySlot) -> Int {
-        slot.key.count + (slot.row.map { $0.metadata.count + $0.value.memoryCost } ?? 0) + overhead
+        cost(key: slot.key, row: slot.row)
+    }
+
+    /// The cost of a slot holding `key` and `row`, from the values given (no
+    /// copy of the slot's row, whose arrays a copy would retain and release).
+    @inline(__always)
+    static func cost(key: [UInt8], row: Row?) -> Int {
+        guard let row else { return key.count + overhead }
+        return key.count + row.metadata.count + row.value.memoryCost + overhead
     }
 
     /// The slot for `digest`, without counting a hit.
@@ -219,18 +232,28 @@ final class KeyTable {
     /// marks it for the next batch.
     @discardableResult
     func write(_ digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot {
+        write(digest, key: key, row: row, found: slots[digest])
+    }
+
+    /// `write`, given what `slot(digest)` returned just before (nil: the
+    /// table does not hold the key), so the key is hashed and looked up once.
+    @discardableResult
+    func write(_ digest: KeyDigest, key: consuming [UInt8], row: consuming Row?, found: KeySlot?) -> KeySlot {
+        let cost = Self.cost(key: key, row: row)
         let slot: KeySlot
-        if let existing = slots[digest] {
-            slot = existing
+        if let found {
+            assert(slots[digest] === found, "write(found:) with a stale slot")
+            slot = found
             detach(slot)
             slot.key = key
             slot.row = row
         } else {
+            assert(slots[digest] == nil, "write(found: nil) of a key the table holds")
             slot = KeySlot(digest: digest, key: key, row: row)
             slots[digest] = slot
         }
         markChanged(slot, .row)
-        attach(slot)
+        attach(slot, cost: cost)
         return slot
     }
 
@@ -258,8 +281,8 @@ final class KeyTable {
     }
 
     /// Puts a slot back into the accounting after it changed.
-    private func attach(_ slot: KeySlot) {
-        slot.cost = Self.cost(slot)
+    private func attach(_ slot: KeySlot, cost: Int? = nil) {
+        slot.cost = cost ?? Self.cost(slot)
         if slot.isUnapplied {
             unappliedBytes += slot.cost
             if !slot.indexed { index(slot) }
