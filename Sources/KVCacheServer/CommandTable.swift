@@ -51,6 +51,10 @@ final class Command: Sendable {
     let subcommandStats: [String: CommandStats]
     /// Redis's `fast` flag: a slow run is LATENCY's `fast-command` event, not `command`.
     let isFast: Bool
+    /// Redis's `write` flag.
+    let isWrite: Bool
+    /// Redis's `denyoom` flag: refused out of memory, waits while the memtables are full.
+    let deniesOOM: Bool
     /// What ACL checks know of it: its id, categories, key positions, subcommands.
     let aclEntry: ACLCommandEntry
 
@@ -74,7 +78,11 @@ final class Command: Sendable {
         self.subcommands = subcommands
         let counted = Self.containers.contains(name) ? Set(subcommands + ["help"]) : []
         self.subcommandStats = Dictionary(uniqueKeysWithValues: counted.map { ($0, CommandStats()) })
+        // Flags every request asks about, looked up once (a search of the
+        // flag strings per request was measurable under SET -P 16).
         self.isFast = flags.contains("fast")
+        self.isWrite = flags.contains("write")
+        self.deniesOOM = flags.contains("denyoom")
         self.aclEntry = ACLCommandCatalog.entry(for: name, flags: flags, fallbackCategories: Self.derivedCategories(flags: flags, group: group),
                                                 firstKey: firstKey, lastKey: lastKey, step: step, subcommands: subcommands)
     }
@@ -108,7 +116,6 @@ final class Command: Sendable {
         arity >= 0 ? argumentCount == arity : argumentCount >= -arity
     }
 
-    var isWrite: Bool { flags.contains("write") }
 
     /// ACL categories derived from flags and group, as Redis lists them.
     var categories: [String] { Self.derivedCategories(flags: flags, group: group) }
@@ -141,6 +148,30 @@ final class Command: Sendable {
             .array([]), .array([]),
             .array(subcommands.map { .bulk(Array("\(name)|\($0)".utf8)) }),
         ])
+    }
+
+    /// The `COMMAND INFO` entry of subcommand `fullName` (`config|get`),
+    /// taken from this command's own entry; nil when it has no such one.
+    func subcommandInfo(_ fullName: String) -> RESPValue? {
+        guard case .array(let fields?) = info(), fields.count >= 10, case .array(let subs?) = fields[9] else { return nil }
+        let wanted = RESPValue.bulk(Array(fullName.utf8))
+        for sub in subs {
+            if case .array(let entry?) = sub, entry.first == wanted, entry.count > 1 { return sub }
+        }
+        // An entry of this server's own (no Redis spec) lists names only.
+        guard subs.contains(wanted) else { return nil }
+        return .array([wanted, .integer(-2), .set([]), .integer(0), .integer(0), .integer(0),
+                       .set(categories.map { .simpleString($0) }), .array([]), .array([]), .array([])])
+    }
+
+    /// The `COMMAND DOCS` entry of subcommand `fullName`, from this command's.
+    func subcommandDocs(_ fullName: String) -> RESPValue? {
+        guard case .map(let fields) = docs() else { return nil }
+        for (key, value) in fields where key == .bulk(Array("subcommands".utf8)) {
+            guard case .map(let subs) = value else { return nil }
+            return subs.first { $0.0 == .bulk(Array(fullName.utf8)) }?.1
+        }
+        return nil
     }
 
     /// The `COMMAND DOCS` entry (the value half of the name → docs pair).
@@ -232,7 +263,7 @@ struct CommandTable: Sendable {
         + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
-        + scriptingCommands + geoCommands + pubsubCommands + aclCommands + replicationCommands)
+        + scriptingCommands + geoCommands + pubsubCommands + aclCommands + replicationCommands + clusterCommands)
 
     /// The same commands with counters of their own, for one server.
     func withOwnCounters() -> CommandTable {

@@ -78,17 +78,80 @@ def test_config_set_errors_and_get_patterns(fresh_server):
         assert sorted(reply[0::2]) == sorted(ours)
 
 
-@pytest.mark.kvcache_only
-def test_port_is_immutable(fresh_server):
-    # Redis 7 rebinds on CONFIG SET port; this server does not (README, "Differences from Redis").
-    c = fresh_server().raw()
-    assert c.command("CONFIG", "SET", "port", "1") == (
-        "error", "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
+def test_config_set_port_rebinds_and_a_taken_port_changes_nothing(fresh_server):
+    import socket
+    from conftest import free_port
+    s = fresh_server()
+    c = s.raw()
+    # A port in use: an error naming it, and no setting of the command changed.
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    used = taken.getsockname()[1]
+    before = c.command("CONFIG", "GET", "maxmemory")[1]
+    reply = c.command("CONFIG", "SET", "maxmemory", "10000001", "port", str(used))
+    assert reply[0] == "error" and reply[1].startswith(
+        "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port")
+    assert c.command("CONFIG", "GET", "maxmemory")[1] == before
+    assert c.command("CONFIG", "GET", "port")[1] == str(s.port).encode()
+    taken.close()
+    # A free port: new clients connect there, the old port is closed, and
+    # the client that asked stays connected.
+    new = free_port()
+    assert c.command("CONFIG", "SET", "port", str(new)) == "OK"
+    assert c.command("PING") == "PONG"
+    fresh = socket.create_connection(("127.0.0.1", new), timeout=5)
+    fresh.sendall(b"PING\r\n")
+    assert fresh.recv(10) == b"+PONG\r\n"
+    fresh.close()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+    assert c.command("CONFIG", "GET", "port") == [b"port", str(new).encode()]
+    s.port = new  # the fixture stops it on its new port
+
+
+def test_config_get_hidden_settings_aliases_and_exact_names(c):
+    # Redis's HIDDEN_CONFIG: answered by exact name only, never for a pattern.
+    assert c.command("CONFIG", "GET", "key-load-delay") == [b"key-load-delay", b"0"]
+    everything = c.command("CONFIG", "GET", "*")[0::2]
+    assert b"key-load-delay" not in everything and b"maxmemory-clients" in everything
+    # A pattern matches a setting's older name too; an exact name is
+    # answered as given; no setting twice.
+    reply = c.command("CONFIG", "GET", "maxmemory", "maxmemory*", "bind", "*of")
+    names = reply[0::2]
+    assert len(names) == len(set(names))
+    assert {b"slaveof", b"replicaof", b"maxmemory", b"maxmemory-samples", b"maxmemory-clients", b"bind"} <= set(names)
+    assert c.command("CONFIG", "GET", "MAXMEMORY")[0] == b"MAXMEMORY"
+    assert c.command("CONFIG", "GET", "replicaof") == [b"replicaof", b""]
+    assert c.command("CONFIG", "SET", "replicaof", "127.0.0.1 1") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set immutable config")
+
+
+def test_config_set_save_and_maxmemory_clients_as_redis(c):
+    saved = c.command("CONFIG", "GET", "save")[1]
+    try:
+        assert c.command("CONFIG", "SET", "save", "3000 5") == "OK"
+        assert c.command("CONFIG", "GET", "save") == [b"save", b"3000 5"]
+        assert c.command("CONFIG", "SET", "save", "3000 5 100") == (
+            "error", "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters")
+    finally:
+        assert c.command("CONFIG", "SET", "save", saved) == "OK"
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "200%") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - "
+                 "percentage argument must be less or equal to 100")
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "abc") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - "
+                 "argument must be a memory or percent value")
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "50%") == "OK"
+    assert c.command("CONFIG", "GET", "maxmemory-clients") == [b"maxmemory-clients", b"50%"]
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "1mb") == "OK"
+    assert c.command("CONFIG", "GET", "maxmemory-clients") == [b"maxmemory-clients", b"1048576"]
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "0") == "OK"
 
 
 def test_config_set_of_a_setting_to_its_current_value(c):
     # Redis's "CONFIG sanity" test sets every setting to its own value: port
-    # and bind (this server cannot change them) take their current value;
+    # and bind (this server cannot change bind) take their current value;
     # a setting Redis itself declares immutable refuses any value.
     port = c.command("CONFIG", "GET", "port")[1]
     bind = c.command("CONFIG", "GET", "bind")[1]

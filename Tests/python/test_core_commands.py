@@ -636,6 +636,38 @@ def test_client_info(server, raw):
     assert fields["flags"] == "N"
     assert {"age", "idle", "user"} <= set(fields)
     assert list(fields)[:5] == ["id", "addr", "laddr", "fd", "name"]
+    # Redis's unit/introspection pattern: the command in the query buffer
+    # (26 bytes), no reply pending beyond the 16 KB reply buffer.
+    assert fields["qbuf"] == "26"
+    assert (fields["multi"], fields["oll"], fields["omem"], fields["events"]) == ("-1", "0", "0", "r")
+
+
+def test_command_list_with_subcommands_and_filters(c):
+    everything = c.command("COMMAND", "LIST")
+    assert b"set" in everything and b"client|list" in everything and b"config|get" in everything
+    assert len(everything) == len(set(everything))
+    scripting = c.command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "scripting")
+    assert b"eval" in scripting and b"script|kill" in scripting and b"set" not in scripting
+    assert c.command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "non_existing_category") == []
+    assert c.command("COMMAND", "LIST", "FILTERBY", "MODULE", "non_existing_module") == []
+    assert c.command("COMMAND", "LIST", "FILTERBY", "PATTERN", "set") == [b"set"]
+    config_re = c.command("COMMAND", "LIST", "FILTERBY", "PATTERN", "config|*re*")
+    assert {b"config|resetstat", b"config|rewrite"} <= set(config_re) and b"config|get" not in config_re
+    helps = c.command("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help")
+    assert {b"client|help", b"cluster|help"} <= set(helps)
+    assert c.command("COMMAND", "LIST", "FILTERBY", "PATTERN", "non_exists*") == []
+    for bad in (("bad_arg",), ("FILTERBY", "bad_arg"), ("FILTERBY", "bad_arg", "bad_arg2"),
+                ("FILTERBY", "PATTERN", "a", "extra")):
+        assert c.command("COMMAND", "LIST", *bad) == ("error", "ERR syntax error")
+
+
+def test_cluster_commands_answer_as_a_server_without_cluster_mode(c):
+    disabled = ("error", "ERR This instance has cluster support disabled")
+    for args in (("CLUSTER", "INFO"), ("CLUSTER", "HELP"), ("CLUSTER", "KEYSLOT", "foo"), ("READONLY",),
+                 ("READWRITE",), ("ASKING",)):
+        assert c.command(*args) == disabled, args
+    assert c.command("CLUSTER", "foo") == ("error", "ERR unknown subcommand 'foo'. Try CLUSTER HELP.")
+    assert c.command("CLUSTER") == ("error", "ERR wrong number of arguments for 'cluster' command")
 
 
 def test_client_info_through_redis_py(r):

@@ -310,16 +310,16 @@ def test_config_set_default_capacity_and_eviction_policy(fresh_server):
 
 
 def test_config_set_immutable_and_unknown_settings(c):
-    assert c.command("CONFIG", "SET", "port", "1234") == (
-        "error", "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
+    assert c.command("CONFIG", "SET", "databases", "1234") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")
     assert c.command("CONFIG", "SET", "dir", "/tmp") == (
         "error", "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set immutable config")
     assert c.command("CONFIG", "SET", "nope", "1") == (
         "error", "ERR Unknown option or number of arguments for CONFIG SET - 'nope'")
     # All or nothing: a good setting before a bad one is not applied.
     before = c.command("CONFIG", "GET", "default-capacity")
-    assert c.command("CONFIG", "SET", "default-capacity", "5kb", "port", "1") == (
-        "error", "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
+    assert c.command("CONFIG", "SET", "default-capacity", "5kb", "databases", "1") == (
+        "error", "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")
     assert c.command("CONFIG", "GET", "default-capacity") == before
 
 

@@ -51,20 +51,40 @@ private func command(_ ctx: CommandContext) throws {
         guard ctx.args.count == 2 else { throw ReplyError.wrongArity("command|count") }
         c.replyInteger(table.all.count)
     case "info":
-        let wanted = ctx.args.count > 2 ? ctx.args.dropFirst(2).map { table.lookup($0) } : table.all.map { Optional($0) }
-        c.replyArrayHeader(wanted.count)
-        for command in wanted {
-            if let command { c.reply(command.info()) } else { c.replyNullArray() }
+        guard ctx.args.count > 2 else {
+            c.replyArrayHeader(table.all.count)
+            for command in table.all { c.reply(command.info()) }
+            return
+        }
+        c.replyArrayHeader(ctx.args.count - 2)
+        for i in 2..<ctx.args.count {
+            // `parent|sub` names a subcommand, as Redis's lookupCommandBySds.
+            let (command, full) = commandNamed(ctx.text(i), table)
+            let info = full.map { command?.subcommandInfo($0) } ?? command?.info()
+            if let info { c.reply(info) } else { c.replyNullArray() }
         }
     case "docs":
-        let wanted = ctx.args.count > 2 ? ctx.args.dropFirst(2).compactMap { table.lookup($0) } : table.all
-        c.replyMapHeader(wanted.count)
-        for command in wanted {
-            c.replyBulk(command.name)
-            c.reply(command.docs())
+        var entries: [(String, RESPValue)] = []
+        if ctx.args.count > 2 {
+            for i in 2..<ctx.args.count {
+                let (command, full) = commandNamed(ctx.text(i), table)
+                guard let command else { continue }
+                if let full {
+                    if let docs = command.subcommandDocs(full) { entries.append((full, docs)) }
+                } else {
+                    entries.append((command.name, command.docs()))
+                }
+            }
+        } else {
+            entries = table.all.map { ($0.name, $0.docs()) }
+        }
+        c.replyMapHeader(entries.count)
+        for (name, docs) in entries {
+            c.replyBulk(name)
+            c.reply(docs)
         }
     case "list":
-        c.replyBulkArray(table.all.map { Array($0.name.utf8) })
+        c.replyBulkArray(try commandList(ctx, table).map { Array($0.utf8) })
     case "getkeys":
         try CommandKeys.reply(ctx, withFlags: false)
     case "getkeysandflags":
@@ -72,6 +92,52 @@ private func command(_ ctx: CommandContext) throws {
     default:
         throw ReplyError.unknownSubcommand(ctx.args[1], of: "command")
     }
+}
+
+/// The command a COMMAND INFO/DOCS argument names: `name`, or `parent|sub`
+/// (then the lowercase full name, for the subcommand's entry). A name with
+/// two bars names nothing.
+private func commandNamed(_ text: String, _ table: CommandTable) -> (Command?, String?) {
+    let parts = text.lowercased().split(separator: "|", omittingEmptySubsequences: false)
+    switch parts.count {
+    case 1: return (table.lookup(Array(text.utf8)), nil)
+    case 2: return (table.lookup(Array(parts[0].utf8)), parts.joined(separator: "|"))
+    default: return (nil, nil)
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]:
+/// every command and, after it, its subcommands (`config|get`), each kept
+/// or not on its own, as Redis 7.0's commandListWithFilter. No command is
+/// a module's; an unknown category keeps none.
+private func commandList(_ ctx: CommandContext, _ table: CommandTable) throws -> [String] {
+    var keep: (ACLCommandEntry) -> Bool = { _ in true }
+    var i = 2
+    while i < ctx.args.count {
+        guard ctx.option(i) == "filterby", ctx.args.count - 1 - i == 2 else { throw ReplyError.syntax }
+        let argument = ctx.args.bytes(i + 2)
+        switch ctx.option(i + 1) {
+        case "module":
+            keep = { _ in false }
+        case "aclcat":
+            let bit = ACLCategory.bits[String(decoding: argument, as: UTF8.self).lowercased()] ?? 0
+            keep = { bit != 0 && $0.categories & bit != 0 }
+        case "pattern":
+            keep = { globMatch(argument, Array($0.fullName.utf8), caseInsensitive: true) }
+        default:
+            throw ReplyError.syntax
+        }
+        i += 3
+    }
+    var names: [String] = []
+    for command in table.all {
+        let entry = command.aclEntry
+        if keep(entry) { names.append(entry.fullName) }
+        for sub in entry.subcommands.keys.sorted() where keep(entry.subcommands[sub]!) {
+            names.append(entry.subcommands[sub]!.fullName)
+        }
+    }
+    return names
 }
 
 private func config(_ ctx: CommandContext) throws {
@@ -91,7 +157,17 @@ private func config(_ ctx: CommandContext) throws {
         var seen = Set<String>()
         for pattern in ctx.args.dropFirst(2) {
             let lowered = pattern.map(asciiLower)
-            for (name, directive) in ServerConfig.directiveNames where !seen.contains(name) {
+            // A name without glob characters is looked up (hidden settings
+            // too) and answered under the name as given, as Redis 7.0.
+            if !lowered.contains(where: { $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "[") }) {
+                let name = String(decoding: lowered, as: UTF8.self)
+                if !seen.contains(name), let directive = ServerConfig.directivesByName[name] {
+                    seen.insert(name)
+                    pairs.append((String(decoding: pattern, as: UTF8.self), directive.render(ctx.server.config)))
+                }
+                continue
+            }
+            for (name, directive) in ServerConfig.directiveNames where !directive.hidden && !seen.contains(name) {
                 if globMatch(lowered, Array(name.utf8)) {
                     seen.insert(name)
                     pairs.append((name, directive.render(ctx.server.config)))
@@ -144,9 +220,8 @@ private func configSet(_ ctx: CommandContext) throws {
         }
         let value = ctx.text(i + 1)
         // A setting's current value is a no-op, as Redis's "CONFIG sanity"
-        // test expects of every setting (this server cannot change port or
-        // bind at run time, Redis can); Redis's own immutable ones refuse
-        // any value.
+        // test expects of every setting (this server cannot change bind at
+        // run time, Redis can); Redis's own immutable ones refuse any value.
         let immutableInRedis = redisImmutableConfigs.contains(directive.name)
         if !immutableInRedis && value == directive.render(ctx.server.config) { continue }
         guard directive.live && !immutableInRedis else {

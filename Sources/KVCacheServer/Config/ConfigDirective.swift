@@ -32,6 +32,9 @@ struct ConfigDirective: Sendable {
     /// SET splits its value at spaces, CONFIG REWRITE writes each word.
     var words = false
     var rewrite = Rewrite.line
+    /// Redis's HIDDEN_CONFIG (a debugging knob): CONFIG GET answers it when
+    /// asked by its exact name, never for a pattern.
+    var hidden = false
     /// Parses the arguments of a config-file line, a command-line option or
     /// CONFIG SET into `config`.
     /// - Throws: `ConfigError`; `name` is the name the directive was given by.
@@ -141,6 +144,13 @@ extension ConfigDirective {
         ConfigDirective(name: name, aliases: aliases, live: true, apply: { config, args, given in
             config.acceptedSettings[name] = try check(args, given)
         }, render: { $0.acceptedSettings[name] ?? value })
+    }
+
+    /// The directive, hidden from CONFIG GET's patterns (Redis's HIDDEN_CONFIG).
+    var hiddenFromPatterns: ConfigDirective {
+        var directive = self
+        directive.hidden = true
+        return directive
     }
 
     static func acceptedInteger(_ name: String, aliases: [String] = [], default value: Int,

@@ -5,7 +5,7 @@ extension ServerConfig {
     /// REWRITE appends them. `live`: CONFIG SET may change it while the
     /// server runs; `words`: the value is a list of words.
     static let directives: [ConfigDirective] = [
-        .integer("port", \.port, 0...65535),
+        .integer("port", \.port, 0...65535, live: true),
         ConfigDirective(name: "bind", words: true, apply: { config, args, _ in
             guard !args.isEmpty else { throw ConfigError("'bind' needs at least one address") }
             for address in args where SocketAddress(host: address.hasPrefix("-") ? String(address.dropFirst()) : address, port: 0) == nil {
@@ -111,7 +111,15 @@ extension ServerConfig {
         .integer("rejoin-window", \.rejoinWindow, 1...Int(Int32.max)),
         // RDB snapshots: accepted so redis.conf files and tools work; SQLite
         // is the store of record here, and SAVE/BGSAVE apply to it.
-        ConfigDirective(name: "save", live: true, apply: { _, _, _ in }, render: { _ in "" }),
+        // The value is kept as given (pairs of seconds and changes, or
+        // empty), so CONFIG GET and REWRITE show what was set.
+        ConfigDirective(name: "save", live: true, words: true, apply: { config, args, _ in
+            let words = args.flatMap { $0.split(separator: " ").map(String.init) }
+            guard words.count % 2 == 0, words.allSatisfy({ Int($0).map { $0 >= 0 } ?? false }) else {
+                throw ConfigError("Invalid save parameters")
+            }
+            config.acceptedSettings["save"] = words.joined(separator: " ")
+        }, render: { $0.acceptedSettings["save"] ?? "" }),
         .yesNo("appendonly", \.appendOnly, live: true),
         .choice("appendfsync", \.appendFsync, ["always", "everysec", "no"], live: true),
         ConfigDirective(name: "appenddirname", apply: { config, args, name in
@@ -241,7 +249,34 @@ extension ServerConfig {
         .acceptedSize("repl-backlog-size", default: 1_048_576),
         .acceptedYesNo("replica-serve-stale-data", aliases: ["slave-serve-stale-data"], default: true),
         .acceptedYesNo("replica-read-only", aliases: ["slave-read-only"], default: true),
-        .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)),
+        .acceptedInteger("rdb-key-save-delay", default: 0, Int(Int32.min)...Int(Int32.max)).hiddenFromPatterns,
+        .acceptedInteger("key-load-delay", default: 0, Int(Int32.min)...Int(Int32.max)).hiddenFromPatterns,
+        .acceptedInteger("loading-process-events-interval-bytes", default: 2 * 1024 * 1024,
+                         1024...Int(Int32.max)).hiddenFromPatterns,
+        // Redis's limit on all clients' buffers together: a size, or a
+        // percentage of maxmemory. Accepted and shown; client buffers are
+        // bounded here by client-output-buffer-limit and the query limit.
+        .accepted("maxmemory-clients", default: "0") { args, given in
+            let text = try oneArgument(args, given)
+            if text.hasSuffix("%") {
+                guard let percent = Int(text.dropLast()), percent >= 0 else {
+                    throw ConfigError("argument must be a memory or percent value")
+                }
+                guard percent <= 100 else { throw ConfigError("percentage argument must be less or equal to 100") }
+                return "\(percent)%"
+            }
+            guard let bytes = parseMemorySize(text), bytes >= 0 else {
+                throw ConfigError("argument must be a memory or percent value")
+            }
+            return String(bytes)
+        },
+        // This server feeds replicas (SYNC/PSYNC) but is never one: the
+        // setting reads empty, and a master in a config file is refused.
+        ConfigDirective(name: "replicaof", aliases: ["slaveof"], words: true, apply: { _, args, given in
+            guard args.allSatisfy(\.isEmpty) else {
+                throw ConfigError("'\(given)': kvcache-server does not replicate from a master (it can feed replicas)")
+            }
+        }, render: { _ in "" }),
         .acceptedYesNo("aof-use-rdb-preamble", default: true),
         // The server runs in the foreground (under systemd, a container or
         // a shell): `daemonize no` is accepted, `yes` is an error, and

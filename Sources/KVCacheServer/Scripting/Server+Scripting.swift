@@ -23,7 +23,7 @@ extension Server {
             ? command.name : command.name + "|" + args[1].lowercasedText
         if !monitors.isEmpty { feedMonitors(args, from: connection) }
         let outer = runningCommandMayGrow
-        runningCommandMayGrow = command.flags.contains("denyoom")
+        runningCommandMayGrow = command.deniesOOM
         defer { runningCommandMayGrow = outer }
         let cacheAtStart = connection.cache.name
         let recording = persistence.beginCommand()

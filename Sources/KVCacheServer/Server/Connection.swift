@@ -117,6 +117,9 @@ final class Connection {
         cache.databaseIndex.map(String.init) ?? cache.name
     }
 
+    /// The size of Redis's per-client reply buffer (PROTO_REPLY_CHUNK_BYTES).
+    static let replyBufferBytes = 16 * 1024
+
     /// A `CLIENT LIST`/`CLIENT INFO` line, in Redis's field order.
     func infoLine(now: Int64) -> String {
         let age = (now - createdAt) / 1000
@@ -136,10 +139,16 @@ final class Connection {
         if noEvict { flags += "e" }
         if flags.isEmpty { flags = "N" }
         let multi = transaction.map { $0.commands.count } ?? -1
+        // Redis's output is a 16 KB buffer (obl: its bytes) and a list of
+        // blocks past it (oll: how many, omem: their bytes); the pending
+        // bytes are shown the same way.
+        let pending = pendingOutput
+        let beyond = max(0, pending - Self.replyBufferBytes)
+        let blocks = (beyond + Self.replyBufferBytes - 1) / Self.replyBufferBytes
         return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
             + "db=\(databaseLabel) sub=\(subscriptions.channels.count) psub=\(subscriptions.patterns.count) ssub=\(subscriptions.shardChannels.count) multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
             + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
-            + "obl=\(pendingOutput) oll=0 omem=\(output.capacity) tot-mem=\(input.allocated + output.capacity) "
+            + "obl=\(pending - beyond) oll=\(blocks) omem=\(beyond) tot-mem=\(input.allocated + output.capacity) "
             + "events=\(events) cmd=\(lastCommand) user=\(user?.name ?? "default") redir=\(tracking.map { $0.redirect } ?? -1) resp=\(protocolVersion)"
     }
 }

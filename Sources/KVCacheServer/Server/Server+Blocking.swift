@@ -124,7 +124,7 @@ extension Server {
         state.retrying = true
         state.waitingAgain = false
         let outer = runningCommandMayGrow
-        runningCommandMayGrow = state.command.flags.contains("denyoom")
+        runningCommandMayGrow = state.command.deniesOOM
         defer { runningCommandMayGrow = outer }
         let recording = persistence.beginCommand()
         let began = Self.monotonicMicroseconds()

@@ -102,6 +102,38 @@ extension Server {
         }
     }
 
+    /// CONFIG SET port: listens on `port` (each bind address) in place of
+    /// the plain listeners. The new sockets are opened first, so a port
+    /// that cannot be had changes nothing (Redis's changeListenPort);
+    /// clients already connected stay. Port 0 closes the plain listeners.
+    /// - Throws: `ConfigError` naming why the port cannot be listened on.
+    func rebindPlainPort(_ port: Int) throws {
+        var fresh: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
+        for host in config.bind where port != 0 {
+            guard let address = SocketAddress(host: host, port: port) else {
+                throw ConfigError("invalid bind address '\(host)'")
+            }
+            do {
+                let fd = try Posix.listen(on: address)
+                fresh.append((fd, Posix.localAddress(fd) ?? address, false))
+            } catch {
+                for listener in fresh { Glibc.close(listener.fd) }
+                throw ConfigError("Unable to listen on this port: \(String(cString: strerror(error.errno)))")
+            }
+        }
+        let paused = listenersPausedUntil != nil
+        for listener in listeners {
+            if !paused { epoll.remove(listener.fd) }
+            if !listener.tls { Glibc.close(listener.fd) }
+        }
+        listeners = listeners.filter(\.tls) + fresh
+        guard !paused else { return }  // resumeListenersIfDue adds them all
+        for (index, listener) in listeners.enumerated() {
+            try? epoll.add(listener.fd, token: Self.listenerTokenBase | UInt64(index), interest: .readable)
+        }
+        logger.notice("Listening on \(listeningAddresses.joined(separator: ", "))")
+    }
+
     var requestLimits: RequestLimits {
         RequestLimits(maxBulkLength: config.protoMaxBulkLen)
     }

@@ -213,7 +213,7 @@ extension Server {
             return
         }
         let outer = runningCommandMayGrow
-        runningCommandMayGrow = command.flags.contains("denyoom") || (command.name == "exec" && outer)
+        runningCommandMayGrow = command.deniesOOM || (command.name == "exec" && outer)
         defer { runningCommandMayGrow = outer }
         let cacheAtStart = connection.cache.name
         let recording = persistence.beginCommand()
@@ -271,7 +271,7 @@ extension Server {
     /// Whether a command changes data, so it waits while the memtables are
     /// full: a write command, or an EXEC whose transaction holds one.
     func needsRoom(_ command: Command, _ connection: Connection) -> Bool {
-        if command.isWrite && command.flags.contains("denyoom") { return true }
+        if command.isWrite && command.deniesOOM { return true }
         guard command.name == "exec", let queued = connection.transaction else { return false }
         return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
     }

@@ -157,10 +157,10 @@ extension Server {
     /// (Redis's processCommand): one that may take room (denyoom, or an
     /// EXEC holding one), or any but EXEC, DISCARD, QUIT and RESET inside MULTI.
     func refusedWhenOutOfMemory(_ command: Command, _ connection: Connection) -> Bool {
-        if command.flags.contains("denyoom") { return true }
+        if command.deniesOOM { return true }
         if let queued = connection.transaction {
             if command.name == "exec" {
-                return queued.commands.contains { commands.lookup($0[0])?.flags.contains("denyoom") ?? false }
+                return queued.commands.contains { commands.lookup($0[0])?.deniesOOM ?? false }
             }
             return !["discard", "quit", "reset"].contains(command.name)
         }

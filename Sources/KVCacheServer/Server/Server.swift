@@ -275,6 +275,14 @@ public final class Server {
 
     /// Applies a changed configuration to the running server.
     func apply(_ newConfig: ServerConfig) throws {
+        // First: the one change that can fail here leaves everything as it was.
+        if newConfig.port != config.port {
+            do {
+                try rebindPlainPort(newConfig.port)
+            } catch let error as ConfigError {
+                throw ReplyError("ERR CONFIG SET failed (possibly related to argument 'port') - \(error.description)")
+            }
+        }
         if newConfig.appendOnly != config.appendOnly {
             try persistence.setAppendOnly(newConfig.appendOnly, config: newConfig)
         }
