@@ -169,6 +169,7 @@ extension Server {
                 "rejected_connections:\(stats.rejectedConnections)",
                 "expired_keys:\(all.reduce(0) { $0 + $1.expired })",
                 "evicted_keys:\(all.reduce(0) { $0 + $1.evicted })",
+                "evicted_clients:0",  // no maxmemory-clients eviction here
                 "keyspace_hits:\(stats.keyspaceHits)",
                 "keyspace_misses:\(stats.keyspaceMisses)",
                 "memory_tier_hits:\(all.reduce(0) { $0 + $1.tierHits })",
@@ -176,6 +177,10 @@ extension Server {
                 "pubsub_channels:\(pubsub.channels.count)",
                 "pubsub_patterns:\(pubsub.patterns.count)",
                 "pubsubshard_channels:\(pubsub.shardChannels.count)",
+                // Never a fork (no RDB child), never a MIGRATE socket (no MIGRATE).
+                "latest_fork_usec:0",
+                "total_forks:0",
+                "migrate_cached_sockets:0",
                 "tracking_total_keys:\(tracking.table.count)",
                 "tracking_total_items:\(tracking.totalItems)",
                 "tracking_total_prefixes:\(tracking.prefixes.count)",
