@@ -180,6 +180,29 @@ def test_function_load_and_restore_are_refused_over_maxmemory(limited):
     c.command("FUNCTION", "FLUSH")
 
 
+def test_exec_holding_function_load_is_refused_over_maxmemory(limited, server):
+    # Redis sums the flags of the queued subcommands: FUNCTION LOAD makes
+    # the EXEC denyoom, though the FUNCTION container is not.
+    c = limited
+    other = server.raw()
+    c.command("FUNCTION", "FLUSH")
+    library = "#!lua name=oomlib\nredis.register_function('oomf', function() return 1 end)"
+    assert c.command("MULTI") == "OK"
+    assert c.command("FUNCTION", "LOAD", library) == "QUEUED"
+    assert other.command("CONFIG", "SET", "maxmemory", "1") == "OK"
+    assert c.command("EXEC") == ("error", "EXECABORT Transaction discarded because of: "
+                                 "OOM command not allowed when used memory > 'maxmemory'.")
+    assert other.command("CONFIG", "SET", "maxmemory", "0") == "OK"
+    assert c.command("FUNCTION", "LIST") == []
+    # A transaction of FUNCTION LIST alone is not denyoom: it runs over maxmemory.
+    assert c.command("MULTI") == "OK"
+    assert c.command("FUNCTION", "LIST") == "QUEUED"
+    assert other.command("CONFIG", "SET", "maxmemory", "1") == "OK"
+    assert c.command("EXEC") == [[]]
+    assert other.command("CONFIG", "SET", "maxmemory", "0") == "OK"
+    other.close()
+
+
 @pytest.mark.kvcache_only
 def test_volatile_random_finds_the_one_key_with_an_expiry_among_many(limited):
     """One key with an expiry among 300 without, all of them just written

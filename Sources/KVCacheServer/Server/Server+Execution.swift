@@ -180,7 +180,7 @@ extension Server {
         if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
             let outOfMemory = !performEvictions()
             preCommandOutOfMemory = outOfMemory
-            if outOfMemory && (refusedWhenOutOfMemory(command, connection) || Self.subcommandDeniesOOM(command, args)) {
+            if outOfMemory && refusedWhenOutOfMemory(command, args, connection) {
                 reject(connection, .oom, stats: stats)
                 return
             }

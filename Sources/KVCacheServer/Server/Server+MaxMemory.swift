@@ -147,20 +147,28 @@ extension Server {
     /// (their container is not).
     static let denyOOMSubcommands: Set<String> = ["function|load", "function|restore"]
 
-    /// Whether `args` run a subcommand Redis refuses over maxmemory.
-    static func subcommandDeniesOOM(_ command: Command, _ args: Arguments) -> Bool {
-        guard !command.subcommands.isEmpty, args.count >= 2 else { return false }
-        return denyOOMSubcommands.contains(command.name + "|" + args[1].lowercasedText)
+    /// Whether a call is Redis's `denyoom`: its command's flag, or its
+    /// subcommand's (FUNCTION LOAD and RESTORE; the FUNCTION container is not).
+    /// - Parameter subcommand: the call's second argument, lowercased (nil: none).
+    static func deniesOOM(_ command: Command, subcommand: @autoclosure () -> String?) -> Bool {
+        if command.deniesOOM { return true }
+        guard !command.subcommands.isEmpty, let sub = subcommand() else { return false }
+        return denyOOMSubcommands.contains(command.name + "|" + sub)
     }
 
-    /// Whether a command is refused while the server is over maxmemory
+    /// Whether a call is refused while the server is over maxmemory
     /// (Redis's processCommand): one that may take room (denyoom, or an
-    /// EXEC holding one), or any but EXEC, DISCARD, QUIT and RESET inside MULTI.
-    func refusedWhenOutOfMemory(_ command: Command, _ connection: Connection) -> Bool {
-        if command.deniesOOM { return true }
+    /// EXEC holding one, subcommands included), or any but EXEC, DISCARD,
+    /// QUIT and RESET inside MULTI.
+    func refusedWhenOutOfMemory(_ command: Command, _ args: Arguments, _ connection: Connection) -> Bool {
+        if Self.deniesOOM(command, subcommand: args.count >= 2 ? args[1].lowercasedText : nil) { return true }
         if let queued = connection.transaction {
             if command.name == "exec" {
-                return queued.commands.contains { commands.lookup($0[0])?.deniesOOM ?? false }
+                return queued.commands.contains { call in
+                    guard let queuedCommand = commands.lookup(call[0]) else { return false }
+                    return Self.deniesOOM(queuedCommand, subcommand: call.count >= 2
+                        ? String(decoding: call[1].map(asciiLower), as: UTF8.self) : nil)
+                }
             }
             return !["discard", "quit", "reset"].contains(command.name)
         }
