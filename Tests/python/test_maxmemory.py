@@ -114,6 +114,26 @@ def fill(c, prefix, count, size=1000, ttl=None):
 
 
 @pytest.mark.kvcache_only
+@pytest.mark.parametrize("policy", ["allkeys-random", "allkeys-lru"])
+def test_eviction_refuses_no_write_while_the_writer_lags(fresh_server, policy):
+    """With the writer held, every eviction stays a delete in memory: random
+    samples of memory then mostly find those deletes. A write must still
+    find a live key to evict, never get OOM while keys remain (CI's loaded
+    run refused some under allkeys-random)."""
+    c = fresh_server(args=["--enable-debug-command", "yes"]).raw()
+    base = used(c)
+    c.command("CONFIG", "SET", "maxmemory-policy", policy)
+    c.command("CONFIG", "SET", "maxmemory", str(base + 100_000))
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    try:
+        replies = [c.command("SET", "k%d" % i, "x" * 1000) for i in range(1000)]
+    finally:
+        assert c.command("DEBUG", "WRITER", "RESUME") == "OK"
+    assert replies == ["OK"] * 1000
+    assert 50 <= c.command("DBSIZE") < 110
+
+
+@pytest.mark.kvcache_only
 @pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu", "allkeys-random", "fifo"])
 def test_allkeys_policies_keep_the_data_within_the_limit(limited, policy):
     c = limited

@@ -161,9 +161,12 @@ extension CacheEngine {
                                               storageDate: row.storageDate, seq: row.seq))
             }
         }
-        if volatileOnly && samples.isEmpty {
+        if samples.isEmpty {
             // The keys with an expiry may all be in memory only (written
-            // since the last seal): look through memory for them.
+            // since the last seal), or random picks in memory may all have
+            // found deletes the writer has not applied yet (after a burst
+            // of evictions most slots are): look through memory for live
+            // keys, so a write is never refused while keys remain.
             table.visitSlots(limit: 1 << 16) { slot in
                 offer(slot)
                 return samples.count < count
