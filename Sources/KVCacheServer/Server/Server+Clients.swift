@@ -97,8 +97,30 @@ extension Server {
     func resumeListenersIfDue(now: Int64) {
         guard let until = listenersPausedUntil, now >= until else { return }
         listenersPausedUntil = nil
+        watchListeners()
+    }
+
+    /// Watches every listening socket, each under its index's token.
+    private func watchListeners() {
         for (index, listener) in listeners.enumerated() {
             try? epoll.add(listener.fd, token: Self.listenerTokenBase | UInt64(index), interest: .readable)
+        }
+    }
+
+    /// A listening socket on `host`:`port`, with the address it bound
+    /// (port 0 picks a free one).
+    /// - Throws: `ConfigError` for an address that does not parse, or with
+    ///   `failure`'s text (given the address and why) when it cannot listen.
+    static func openListener(host: String, port: Int,
+                             failure: (SocketAddress, String) -> String) throws -> (fd: Int32, address: SocketAddress) {
+        guard let address = SocketAddress(host: host, port: port) else {
+            throw ConfigError("invalid bind address '\(host)'")
+        }
+        do {
+            let fd = try Posix.listen(on: address)
+            return (fd, Posix.localAddress(fd) ?? address)
+        } catch {
+            throw ConfigError(failure(address, String(cString: strerror(error.errno))))
         }
     }
 
@@ -110,15 +132,12 @@ extension Server {
     func rebindPlainPort(_ port: Int) throws {
         var fresh: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
         for host in config.bind where port != 0 {
-            guard let address = SocketAddress(host: host, port: port) else {
-                throw ConfigError("invalid bind address '\(host)'")
-            }
             do {
-                let fd = try Posix.listen(on: address)
-                fresh.append((fd, Posix.localAddress(fd) ?? address, false))
+                let (fd, bound) = try Self.openListener(host: host, port: port) { _, why in "Unable to listen on this port: \(why)" }
+                fresh.append((fd, bound, false))
             } catch {
                 for listener in fresh { Glibc.close(listener.fd) }
-                throw ConfigError("Unable to listen on this port: \(String(cString: strerror(error.errno)))")
+                throw error
             }
         }
         let paused = listenersPausedUntil != nil
@@ -127,10 +146,8 @@ extension Server {
             if !listener.tls { Glibc.close(listener.fd) }
         }
         listeners = listeners.filter(\.tls) + fresh
-        guard !paused else { return }  // resumeListenersIfDue adds them all
-        for (index, listener) in listeners.enumerated() {
-            try? epoll.add(listener.fd, token: Self.listenerTokenBase | UInt64(index), interest: .readable)
-        }
+        guard !paused else { return }  // resumeListenersIfDue watches them all
+        watchListeners()
         logger.notice("Listening on \(listeningAddresses.joined(separator: ", "))")
     }
 

@@ -234,16 +234,7 @@ public final class Server {
         try loadUsersAtStartup()
         for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
             for host in config.bind {
-                guard let address = SocketAddress(host: host, port: port) else {
-                    throw ConfigError("invalid bind address '\(host)'")
-                }
-                let fd: Int32
-                do {
-                    fd = try Posix.listen(on: address)
-                } catch {
-                    throw ConfigError("could not listen on \(address): \(String(cString: strerror(error.errno)))")
-                }
-                let bound = Posix.localAddress(fd) ?? address
+                let (fd, bound) = try Self.openListener(host: host, port: port) { "could not listen on \($0): \($1)" }
                 try epoll.add(fd, token: Self.listenerTokenBase | UInt64(listeners.count), interest: .readable)
                 listeners.append((fd, bound, tls))
             }

@@ -265,10 +265,9 @@ public final class CacheEngine {
         var row = entry.row
         row.seq = totals.takeSeq()
         totals.apply(size: size, expiresAt: row.expiresAt, sign: 1)
-        let expires = row.expiresAt != nil
         let slot = table.write(digest, key: entry.key, row: row, found: found)
         access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
-        if capacity > 0 || expires { noteUnapplied(slot) }
+        noteUnapplied(slot)
         if reportsWrites { onEvent?(.stored(key: slot.key)) }
         _ = try evictToCapacity(limit: .max)
     }
@@ -402,7 +401,9 @@ public final class CacheEngine {
 
     /// Records in the walks of eviction and expiry a row not yet in the file.
     func noteUnapplied(_ slot: KeySlot) {
-        guard let row = slot.row else { return }
+        // Nothing to note without a capacity or an expiry: asked before the
+        // row is copied (a copy retains its arrays), since every SET comes here.
+        guard capacity > 0 || slot.row?.expiresAt != nil, let row = slot.row else { return }
         if capacity > 0 { eviction.note(slot, row, policy: policy) }
         if let expiresAt = row.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: row.seq) }
     }
