@@ -25,6 +25,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
         public var accessTracking: AccessTracking?
         /// The time used for expiry, injectable for tests.
         public var clock: @Sendable () -> Date
+        /// The same time in milliseconds since 1970, used instead of `clock`
+        /// when set: the server's clock, cached per command, without a `Date`.
+        public var millisecondClock: (@Sendable () -> Int64)?
         /// SQLite's `max_page_count` for the file (0: SQLite's default); a
         /// write past it fails as on a full disk.
         public var maxPageCount: Int = 0

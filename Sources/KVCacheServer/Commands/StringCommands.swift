@@ -106,7 +106,7 @@ struct StringSetOptions {
 }
 
 private func get(_ ctx: CommandContext) throws {
-    guard let value = try ctx.keyspace.lookupValue(ctx.args.bytes(1), as: .string) else {
+    guard let value = try ctx.keyspace.lookupValue(ctx.args[1], as: .string) else {
         return ctx.connection.replyNull()
     }
     switch value {

@@ -173,8 +173,9 @@ final class CacheRegistry {
         configuration.durableCommits = true
         configuration.sharedMemoryBudget = memoryBudget
         configuration.accessTracking = accessTracking
-        // A replayed command sees its record's time (Server.clockOverride).
-        configuration.clock = { Date(timeIntervalSince1970: Double(Server.nowMilliseconds()) / 1000) }
+        // A replayed command sees its record's time (Server.clockOverride);
+        // a running command, the time it started (Server.commandTime).
+        configuration.millisecondClock = { Server.keyTime() }
         let logger = self.logger
         configuration.onRecovery = { message in logger.warning(message) }
         configuration.onProgress = { message in logger.notice(message) }

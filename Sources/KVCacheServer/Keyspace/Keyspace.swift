@@ -69,11 +69,13 @@ struct Keyspace {
     /// The value of `key`, a counted read as `lookupRead`, without building
     /// an entry: GET's path.
     /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
-    func lookupValue(_ key: [UInt8], as kind: ValueKind) throws -> StoredValue? {
-        let found = try run { engine throws(SQLiteKVCache.Error) in try engine.getValue(key) }
+    func lookupValue(_ key: Argument, as kind: ValueKind) throws -> StoredValue? {
+        let found = try key.withUnsafeBytes { bytes in
+            try run { engine throws(SQLiteKVCache.Error) in try engine.getValue(bytes) }
+        }
         countLookup(hit: found != nil)
         guard let found else {
-            changed(.missed, key)
+            changed(.missed, key.bytes)
             return nil
         }
         if found.kind != kind { throw ReplyError.wrongType }
@@ -359,7 +361,7 @@ struct Keyspace {
 
     /// Stores a string `value` under `key`, stamped now: Redis's `setKey`.
     func set(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = [],
-             storageDate: Date = Date()) throws {
+             storageDate: Date = Date(timeIntervalSince1970: Double(Server.keyTime()) / 1000)) throws {
         try store(Entry(key: key, storageDate: storageDate, metadata: metadata, value: value, expiresAt: expiresAt))
     }
 

@@ -258,7 +258,8 @@ final class Persistence {
             recordSpansCaches = false
         }
         guard everyChangeLogged || recordSpansCaches else { return nil }
-        return log.append(time: Server.nowMilliseconds(), opCount: recordOpCount, encodedOps: recordOps)
+        // Stamped with the command's time (the clock it judged its keys by).
+        return log.append(time: Server.keyTime(), opCount: recordOpCount, encodedOps: recordOps)
     }
 
     /// Why writes are refused now, if they are: the log cannot be written.

@@ -217,10 +217,16 @@ extension Server {
         defer { runningCommandMayGrow = outer }
         let cacheAtStart = connection.cache.name
         let recording = persistence.beginCommand()
-        let began = Self.monotonicMicroseconds()
+        // One clock read serves the command's duration (Redis's call() times
+        // with ustime() too) and the time its keys are judged by.
+        let began = Self.realtimeMicroseconds()
         var failure: ReplyError?
+        if commandDepth == 0 { Self.commandTime = Int64(began / 1000) }
         commandDepth += 1
-        defer { commandDepth -= 1 }
+        defer {
+            commandDepth -= 1
+            if commandDepth == 0 { Self.commandTime = nil }
+        }
         // Keyspace events are collected only while someone may want them.
         let namingEvents = eventSource != nil || wantsKeyspaceEvents
         let outerEvents = namingEvents ? beginKeyspaceEvents(command, args) : nil
@@ -244,7 +250,7 @@ extension Server {
             propagationEnd(propagation, command, args)
             if commandDepth == 1 { flushPropagation(transaction: !ReplicationFeed.touchesArbitraryKeys.contains(command.name)) }
         }
-        let elapsed = Self.monotonicMicroseconds() - began
+        let elapsed = max(0, Self.realtimeMicroseconds() - began)
         stats.calls += 1
         stats.microseconds += elapsed
         if config.latencyTracking { stats.histogram.record(microseconds: elapsed) }

@@ -251,11 +251,32 @@ public final class Server {
     /// so it decides what had expired as it did then. Loop thread only.
     nonisolated(unsafe) static var clockOverride: Int64?
 
+    /// When the running top-level command started (milliseconds since
+    /// 1970), or nil between commands: the time its keys are judged by
+    /// (Redis 7.0's cached `mstime` while `fixed_time_expire` is set), so a
+    /// command reads the clock once for every key it touches. Loop thread only.
+    nonisolated(unsafe) static var commandTime: Int64?
+
+    /// The time expiry and access stamps use: a replayed record's time, else
+    /// the running command's start, else now.
+    static func keyTime() -> Int64 {
+        if let clockOverride { return clockOverride }
+        if let commandTime { return commandTime }
+        return nowMilliseconds()
+    }
+
     static func nowMilliseconds() -> Int64 {
         if let clockOverride { return clockOverride }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    /// Microseconds since 1970 (the wall clock, as Redis's ustime()).
+    static func realtimeMicroseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1000
     }
 
     static func monotonicMicroseconds() -> Int {

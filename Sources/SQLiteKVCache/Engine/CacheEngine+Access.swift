@@ -15,6 +15,9 @@ public final class AccessTracking: @unchecked Sendable {
     /// While set (Redis's CLIENT PAUSE), an expired key reads as absent but
     /// is not deleted by a read: Redis's expireIfNeeded during a pause.
     public var expiryHeld = false
+    /// The LFU counter's coin (xorshift64*): a draw per read must not cost a
+    /// `getrandom(2)`, as `SystemRandomNumberGenerator` does.
+    private var coin = FastRandom(seed: UInt64.random(in: 1...UInt64.max))
 
     public init() {}
 
@@ -33,8 +36,9 @@ public final class AccessTracking: @unchecked Sendable {
         let minutes = UInt32(truncatingIfNeeded: now / 60_000)
         var counter = decayed(slot, nowMinutes: minutes)
         if counter < 255 {
-            let base = Double(max(0, Int(counter) - Int(Self.initialFrequency)))
-            if Double.random(in: 0..<1) < 1.0 / (base * Double(lfuLogFactor) + 1) { counter += 1 }
+            let base = max(0, Int(counter) - Int(Self.initialFrequency))
+            // p = 1 / (base * factor + 1): certain while base is 0 (no draw).
+            if base == 0 || coin.unitInterval() < 1.0 / (Double(base) * Double(lfuLogFactor) + 1) { counter += 1 }
         }
         slot.frequency = counter
         slot.frequencyMinutes = minutes

@@ -17,7 +17,7 @@ public final class CacheEngine {
     private(set) var file: CacheFile
     let table: KeyTable
     let hasher = KeyHasher()
-    private let clock: @Sendable () -> Date
+    private let clock: @Sendable () -> Int64
 
     /// Entries, content bytes and expiry sums of the current state.
     var totals: Totals
@@ -59,7 +59,9 @@ public final class CacheEngine {
         file = try CacheFile(handle: handle, directory: directory, configuration: configuration)
         table = configuration.sharedMemoryBudget.map { KeyTable(sharing: $0) }
             ?? KeyTable(budget: configuration.memoryTierBytes)
-        clock = configuration.clock
+        clock = configuration.millisecondClock ?? { [clock = configuration.clock] in
+            Int64((clock().timeIntervalSince1970 * 1000).rounded(.down))
+        }
         access = configuration.accessTracking ?? AccessTracking()
         totals = file.stored.totals
         appliedLSN = file.stored.appliedLSN
@@ -112,9 +114,7 @@ public final class CacheEngine {
         SQLiteKVCache.quarantine(file.path, configuration, reason: reason)
     }
 
-    func nowMilliseconds() -> Int64 {
-        Int64((clock().timeIntervalSince1970 * 1000).rounded(.down))
-    }
+    func nowMilliseconds() -> Int64 { clock() }
 
     public var path: String { file.path }
     public var fileID: UInt64 { file.fileID }
@@ -199,18 +199,34 @@ public final class CacheEngine {
     /// from the memory tier when it is there (no entry is built, no key or
     /// metadata copied); otherwise as `get`. Same expiry, LRU and counting.
     public func getValue(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> (kind: ValueKind, value: StoredValue)? {
+        let result = key.withUnsafeBytes { bytes in Result { () throws(SQLiteKVCache.Error) in try getValue(bytes) } }
+        return try result.get()
+    }
+
+    /// `getValue` of a key viewed in place (GET's key in the request
+    /// buffer): a hit in memory copies nothing; the key is copied only when
+    /// the file must be read or an expired entry removed.
+    public func getValue(_ key: UnsafeRawBufferPointer) throws(SQLiteKVCache.Error)
+        -> (kind: ValueKind, value: StoredValue)?
+    {
         if policy != .lru, let slot = table.slot(digest: hasher.digest(key), counting: true) {
-            guard slot.row != nil else { return nil }
-            if let expiresAt = slot.row!.expiresAt, expiresAt <= nowMilliseconds() {
+            guard let expiresAt = slot.row?.expiresAt else {
+                // No expiry, or no row (a delete or a miss remembered).
+                guard slot.row != nil else { return nil }
+                access.touch(slot, now: nowMilliseconds())
+                return (slot.row.unsafelyUnwrapped.kind, slot.row.unsafelyUnwrapped.value)
+            }
+            let now = nowMilliseconds()
+            if expiresAt <= now {
                 if !access.expiryHeld {
-                    expire(slot.digest, key: key, size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
+                    expire(slot.digest, key: Array(key), size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
                 }
                 return nil
             }
-            access.touch(slot, now: nowMilliseconds())
-            return (slot.row!.kind, slot.row!.value)
+            access.touch(slot, now: now)
+            return (slot.row.unsafelyUnwrapped.kind, slot.row.unsafelyUnwrapped.value)
         }
-        guard let entry = try get(key, counted: policy == .lru, touch: true) else { return nil }
+        guard let entry = try get(Array(key), counted: policy == .lru, touch: true) else { return nil }
         return (entry.row.kind, entry.row.value)
     }
 
