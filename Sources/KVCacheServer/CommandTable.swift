@@ -55,6 +55,11 @@ final class Command: Sendable {
     let isWrite: Bool
     /// Redis's `denyoom` flag: refused out of memory, waits while the memtables are full.
     let deniesOOM: Bool
+    /// EXEC, which the request path asks about for every command (a flag
+    /// instead of comparing names three times per request).
+    let isExec: Bool
+    /// MULTI, EXEC, DISCARD, WATCH, UNWATCH, QUIT and RESET run at once inside a transaction.
+    let isTransactionControl: Bool
     /// What ACL checks know of it: its id, categories, key positions, subcommands.
     let aclEntry: ACLCommandEntry
 
@@ -83,6 +88,8 @@ final class Command: Sendable {
         self.isFast = flags.contains("fast")
         self.isWrite = flags.contains("write")
         self.deniesOOM = flags.contains("denyoom")
+        self.isExec = name == "exec"
+        self.isTransactionControl = ["multi", "exec", "discard", "watch", "unwatch", "quit", "reset"].contains(name)
         self.aclEntry = ACLCommandCatalog.entry(for: name, flags: flags, fallbackCategories: Self.derivedCategories(flags: flags, group: group),
                                                 firstKey: firstKey, lastKey: lastKey, step: step, subcommands: subcommands)
     }
@@ -105,11 +112,6 @@ final class Command: Sendable {
     /// `config|get`), the command's own first, subcommands by name.
     var allStats: [(name: String, stats: CommandStats)] {
         [(name, stats)] + subcommandStats.keys.sorted().map { ("\(name)|\($0)", subcommandStats[$0]!) }
-    }
-
-    /// MULTI, EXEC, DISCARD, WATCH, UNWATCH and QUIT run at once inside a transaction.
-    var isTransactionControl: Bool {
-        ["multi", "exec", "discard", "watch", "unwatch", "quit", "reset"].contains(name)
     }
 
     func accepts(argumentCount: Int) -> Bool {

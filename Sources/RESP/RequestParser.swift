@@ -111,15 +111,22 @@ public struct RequestParser: Sendable {
     /// - Returns: nil if the line is incomplete; false for a count ≤ 0; true
     ///   when elements follow. Either way the line's length is in `frameParsed`.
     private mutating func readMultibulkCount(_ buffer: UnsafeRawBufferPointer, frame: Int) throws(ProtocolError) -> Bool? {
-        guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: frame) else {
-            if buffer.count - frame > limits.maxInlineLength { throw .tooBigMultibulkCountString }
-            return nil
+        let cr: Int, count: Int64
+        if let (value, at) = quickDecimal(buffer, from: frame + 1) {
+            (count, cr) = (Int64(value), at)
+            guard count <= Int64(limits.maxMultibulkCount) else { throw .invalidMultibulkLength }
+        } else {
+            guard let found = find(UInt8(ascii: "\r"), in: buffer, from: frame) else {
+                if buffer.count - frame > limits.maxInlineLength { throw .tooBigMultibulkCountString }
+                return nil
+            }
+            let digits = UnsafeRawBufferPointer(rebasing: buffer[(frame + 1)..<found])
+            guard let value = parseStrictInt64(digits), value <= Int64(limits.maxMultibulkCount) else {
+                throw .invalidMultibulkLength
+            }
+            (count, cr) = (value, found)
         }
         guard cr + 1 < buffer.count else { return nil }  // wait for the \n
-        let digits = UnsafeRawBufferPointer(rebasing: buffer[(frame + 1)..<cr])
-        guard let count = parseStrictInt64(digits), count <= Int64(limits.maxMultibulkCount) else {
-            throw .invalidMultibulkLength
-        }
         if limits.unauthenticated && count > Int64(RequestLimits.unauthenticatedMultibulkCount) {
             throw .unauthenticatedMultibulkLength
         }
@@ -146,15 +153,23 @@ public struct RequestParser: Sendable {
         while multibulkRemaining > 0 {
             if bulkLength < 0 {
                 guard index < buffer.count else { return false }
-                guard let cr = find(UInt8(ascii: "\r"), in: buffer, from: index) else {
-                    if buffer.count - index > limits.maxInlineLength { throw .tooBigBulkCountString }
-                    return false
-                }
-                guard cr + 1 < buffer.count else { return false }
-                guard buffer[index] == UInt8(ascii: "$") else { throw .expectedDollar(got: buffer[index]) }
-                let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<cr])
-                guard let length = parseStrictInt64(digits), length >= 0, length <= Int64(limits.maxBulkLength) else {
-                    throw .invalidBulkLength
+                let cr: Int, length: Int64
+                if buffer[index] == UInt8(ascii: "$"), let (value, at) = quickDecimal(buffer, from: index + 1) {
+                    guard at + 1 < buffer.count else { return false }
+                    (length, cr) = (Int64(value), at)
+                    guard length <= Int64(limits.maxBulkLength) else { throw .invalidBulkLength }
+                } else {
+                    guard let found = find(UInt8(ascii: "\r"), in: buffer, from: index) else {
+                        if buffer.count - index > limits.maxInlineLength { throw .tooBigBulkCountString }
+                        return false
+                    }
+                    guard found + 1 < buffer.count else { return false }
+                    guard buffer[index] == UInt8(ascii: "$") else { throw .expectedDollar(got: buffer[index]) }
+                    let digits = UnsafeRawBufferPointer(rebasing: buffer[(index + 1)..<found])
+                    guard let value = parseStrictInt64(digits), value >= 0, value <= Int64(limits.maxBulkLength) else {
+                        throw .invalidBulkLength
+                    }
+                    (length, cr) = (value, found)
                 }
                 if limits.unauthenticated && length > Int64(RequestLimits.unauthenticatedBulkLength) {
                     throw .unauthenticatedBulkLength
@@ -189,6 +204,30 @@ public struct RequestParser: Sendable {
         guard let words = splitArguments(line) else { throw .unbalancedQuotes }
         index = newline + 1
         return words
+    }
+
+    /// The common case of a count or length line, without memchr and the
+    /// general integer parser: 1 to 18 decimal digits, no leading zero
+    /// (but "0" itself), then `\r`. Returns the value and the `\r`'s index,
+    /// or nil for anything else, which the general path then judges (a
+    /// sign, an error, a line not complete yet).
+    @inline(__always)
+    private func quickDecimal(_ buffer: UnsafeRawBufferPointer, from start: Int) -> (Int, Int)? {
+        var value = 0
+        var i = start
+        let end = Swift.min(buffer.count, start + 19)
+        while i < end {
+            let c = buffer[i]
+            if c == UInt8(ascii: "\r") {
+                guard i > start, i == start + 1 || buffer[start] != UInt8(ascii: "0") else { return nil }
+                return (value, i)
+            }
+            let digit = c &- UInt8(ascii: "0")
+            guard digit <= 9 else { return nil }
+            value = value &* 10 &+ Int(digit)
+            i += 1
+        }
+        return nil
     }
 
     private func find(_ byte: UInt8, in buffer: UnsafeRawBufferPointer, from start: Int) -> Int? {

@@ -246,9 +246,9 @@ struct Keyspace {
         let isNew = isNewKey(entry.key)
         try run { _ throws(SQLiteKVCache.Error) in try engine.put(StoredEntry(entry)) }
         keyChanged(entry.key, storedKind: entry.kind)
-        server.persistence.record(.put(cache: cache.name, key: entry.key, kind: entry.kind,
-                                       storageDate: entry.storageDate.timeIntervalSince1970,
-                                       expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value))
+        server.persistence.recordPut(cache: cache.name, key: entry.key, kind: entry.kind,
+                                     storageDate: entry.storageDate.timeIntervalSince1970,
+                                     expiresAt: entry.expiresAt, metadata: entry.metadata, value: entry.value)
         changed(.stored(isNew: isNew), entry.key)
     }
 

@@ -173,6 +173,18 @@ final class Persistence {
         }
     }
 
+    /// `record(.put(…))` without building the op: a SET's path.
+    func recordPut(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                   metadata: [UInt8], value: [UInt8]) {
+        guard !replaying else { return }
+        changes += 1
+        guard log != nil else { return }
+        LogOp.encodePut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                        metadata: metadata, value: value, into: &recordOps)
+        recordOpCount += 1
+        noteCache(cache)
+    }
+
     private func noteCache(_ cache: String) {
         if let recordCache {
             if recordCache != cache { recordSpansCaches = true }

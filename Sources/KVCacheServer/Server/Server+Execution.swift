@@ -79,6 +79,13 @@ extension Server {
     /// copied); an unfinished one stays in the buffer, from its first byte,
     /// for the parser to resume.
     func executeBuffered(_ connection: Connection) {
+        let outerBatching = batching
+        batching = true
+        batchClock = nil
+        defer {
+            batching = outerBatching
+            batchClock = nil
+        }
         connection.input.consume { buffer in
             var index = 0
             while !connection.closeAfterReply && !connection.closed && connection.parked == nil && connection.blocked == nil
@@ -213,13 +220,13 @@ extension Server {
             return
         }
         let outer = runningCommandMayGrow
-        runningCommandMayGrow = command.deniesOOM || (command.name == "exec" && outer)
+        runningCommandMayGrow = command.deniesOOM || (command.isExec && outer)
         defer { runningCommandMayGrow = outer }
         let cacheAtStart = connection.cache.name
         let recording = persistence.beginCommand()
         // One clock read serves the command's duration (Redis's call() times
         // with ustime() too) and the time its keys are judged by.
-        let began = Self.realtimeMicroseconds()
+        let began = commandDepth == 0 ? batchClock ?? Self.realtimeMicroseconds() : Self.realtimeMicroseconds()
         var failure: ReplyError?
         if commandDepth == 0 { Self.commandTime = Int64(began / 1000) }
         commandDepth += 1
@@ -242,7 +249,7 @@ extension Server {
         // Monitors see a command as it starts (EVAL before its script's
         // commands), but EXEC after the commands it ran (MULTI, SET, EXEC),
         // as Redis 7.0 shows them.
-        let execFedAfter = command.name == "exec"
+        let execFedAfter = command.isExec
         if !monitors.isEmpty && !execFedAfter { feedMonitors(args, from: connection) }
         failure = runHandler(command, connection, args)
         if execFedAfter && !monitors.isEmpty { feedMonitors(args, from: connection) }
@@ -250,7 +257,9 @@ extension Server {
             propagationEnd(propagation, command, args)
             if commandDepth == 1 { flushPropagation(transaction: !ReplicationFeed.touchesArbitraryKeys.contains(command.name)) }
         }
-        let elapsed = max(0, Self.realtimeMicroseconds() - began)
+        let ended = Self.realtimeMicroseconds()
+        let elapsed = max(0, ended - began)
+        if commandDepth == 1 && batching { batchClock = ended }
         stats.calls += 1
         stats.microseconds += elapsed
         if config.latencyTracking { stats.histogram.record(microseconds: elapsed) }
@@ -278,7 +287,7 @@ extension Server {
     /// full: a write command, or an EXEC whose transaction holds one.
     func needsRoom(_ command: Command, _ connection: Connection) -> Bool {
         if command.isWrite && command.deniesOOM { return true }
-        guard command.name == "exec", let queued = connection.transaction else { return false }
+        guard command.isExec, let queued = connection.transaction else { return false }
         return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
     }
 

@@ -163,7 +163,7 @@ extension Server {
     func refusedWhenOutOfMemory(_ command: Command, _ args: Arguments, _ connection: Connection) -> Bool {
         if Self.deniesOOM(command, subcommand: args.count >= 2 ? args[1].lowercasedText : nil) { return true }
         if let queued = connection.transaction {
-            if command.name == "exec" {
+            if command.isExec {
                 return queued.commands.contains { call in
                     guard let queuedCommand = commands.lookup(call[0]) else { return false }
                     return Self.deniesOOM(queuedCommand, subcommand: call.count >= 2

@@ -49,7 +49,7 @@ extension Server {
         case .all: return true
         case .write:
             if command.isWrite || command.flags.contains("may_replicate") { return true }
-            guard command.name == "exec", let queued = connection.transaction else { return false }
+            guard command.isExec, let queued = connection.transaction else { return false }
             return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
         }
     }

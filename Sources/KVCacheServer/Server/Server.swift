@@ -70,6 +70,13 @@ public final class Server {
     var preCommandOutOfMemory = false
     /// How deep the running command is (EXEC's commands run at depth 2).
     var commandDepth = 0
+    /// When the last top-level command of the batch being run ended
+    /// (microseconds since 1970): the next command of the same batch starts
+    /// then, so a pipelined command reads the clock once, not twice. Nil
+    /// outside `executeBuffered` and before its first command.
+    var batchClock: Int?
+    /// Whether `executeBuffered` is running a batch (see `batchClock`).
+    var batching = false
     /// Above 0 while blocking commands must not block (inside EXEC).
     var denyBlocking = 0
 

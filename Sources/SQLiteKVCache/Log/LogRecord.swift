@@ -40,6 +40,14 @@ public enum LogOp: Equatable, Sendable {
         LogCodec.append(self, to: &out)
     }
 
+    /// Appends the bytes of `.put(…)` with these fields to `out`, without
+    /// building the op (the log record of every SET).
+    public static func encodePut(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                                 metadata: [UInt8], value: [UInt8], into out: inout [UInt8]) {
+        LogCodec.appendPut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                           metadata: metadata, value: value, to: &out)
+    }
+
     /// The caches the op changes.
     public var caches: [String] {
         switch self {
@@ -89,16 +97,28 @@ enum LogCodec {
     /// Encodes a record whose ops are already encoded (`append(_:to:)` each).
     static func append(lsn: UInt64, time: Int64, opCount: Int, encodedOps: [UInt8], to out: inout [UInt8]) {
         let start = out.count
-        appendInteger(UInt64(0), to: &out)  // length and checksum, written by seal
-        appendInteger(lsn, to: &out)
-        appendInteger(UInt64(bitPattern: time), to: &out)
-        appendInteger(UInt32(opCount), to: &out)
+        out.appendZeros(headerSize + bodyHeaderSize)
         out.append(contentsOf: encodedOps)
+        out.withUnsafeMutableBytes { raw in
+            var cursor = ByteCursor(raw.baseAddress! + start + headerSize)
+            cursor.put(lsn)
+            cursor.put(UInt64(bitPattern: time))
+            cursor.put(UInt32(opCount))
+        }
         seal(&out, recordStart: start)
     }
 
-    /// Encodes one op onto `out`.
+    /// Encodes one op onto `out`: its size first, then one pass of stores
+    /// (a dozen `append(contentsOf:)` calls per op cost twice as much).
     static func append(_ op: LogOp, to out: inout [UInt8]) {
+        switch op {
+        case .put(let cache, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
+            appendPut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                      metadata: metadata, value: value, to: &out)
+            return
+        default:
+            break
+        }
         out.append(op.tag)
         switch op {
         case .command(let cache, _), .put(let cache, _, _, _, _, _, _), .delete(let cache, _), .expire(let cache, _, _),
@@ -109,14 +129,8 @@ enum LogCodec {
         case .command(_, let args):
             appendInteger(UInt32(args.count), to: &out)
             for arg in args { appendBytes(arg, to: &out) }
-        case .put(_, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
-            appendBytes(key, to: &out)
-            out.append(kind.rawValue)
-            appendInteger(storageDate.bitPattern, to: &out)
-            out.append(expiresAt == nil ? 0 : 1)
-            appendInteger(UInt64(bitPattern: expiresAt ?? 0), to: &out)
-            appendBytes(metadata, to: &out)
-            appendBytes(value, to: &out)
+        case .put:
+            preconditionFailure("encoded above")
         case .delete(_, let key):
             appendBytes(key, to: &out)
         case .expire(_, let key, let at):
@@ -132,13 +146,44 @@ enum LogCodec {
         }
     }
 
+    /// Encodes a put op (the op of every SET) onto `out`, as `append(_:to:)`.
+    static func appendPut(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                          metadata: [UInt8], value: [UInt8], to out: inout [UInt8]) {
+        var name = cache
+        name.withUTF8 { nameBytes in
+            precondition(nameBytes.count <= 255, "a cache name of \(nameBytes.count) bytes")
+            let size = 2 + nameBytes.count + 4 + key.count + 1 + 8 + 1 + 8 + 4 + metadata.count + 4 + value.count
+            let start = out.count
+            out.appendZeros(size)
+            out.withUnsafeMutableBytes { raw in
+                var cursor = ByteCursor(raw.baseAddress! + start)
+                cursor.put(UInt8(2))
+                cursor.put(UInt8(nameBytes.count))
+                cursor.put(UnsafeRawBufferPointer(nameBytes))
+                cursor.put(UInt32(key.count))
+                key.withUnsafeBytes { cursor.put($0) }
+                cursor.put(kind.rawValue)
+                cursor.put(storageDate.bitPattern)
+                cursor.put(UInt8(expiresAt == nil ? 0 : 1))
+                cursor.put(UInt64(bitPattern: expiresAt ?? 0))
+                cursor.put(UInt32(metadata.count))
+                metadata.withUnsafeBytes { cursor.put($0) }
+                cursor.put(UInt32(value.count))
+                value.withUnsafeBytes { cursor.put($0) }
+            }
+        }
+    }
+
     /// Writes the length and checksum of the record that starts at `recordStart`.
     static func seal(_ out: inout [UInt8], recordStart: Int) {
         let bodyStart = recordStart + headerSize
         let length = UInt32(out.count - bodyStart)
-        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[bodyStart...])) }
-        withUnsafeBytes(of: length.littleEndian) { out.replaceSubrange(recordStart..<recordStart + 4, with: $0) }
-        withUnsafeBytes(of: crc.littleEndian) { out.replaceSubrange(recordStart + 4..<recordStart + 8, with: $0) }
+        out.withUnsafeMutableBytes { raw in
+            let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[bodyStart...]))
+            var cursor = ByteCursor(raw.baseAddress! + recordStart)
+            cursor.put(length)
+            cursor.put(crc)
+        }
     }
 
     static func appendInteger<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
