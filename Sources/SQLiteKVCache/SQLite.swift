@@ -55,11 +55,11 @@ final class SQLiteConnection {
         }
     }
 
-    /// Opens (creating if missing) the database at `path`.
+    /// Opens (creating if missing, when `create`) the database at `path`.
     /// - Throws: `SQLiteFailure` when SQLite cannot open the file.
-    init(path: String) throws {
+    init(path: String, create: Bool = true) throws {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? sqliteErrorString(rc)

@@ -84,8 +84,7 @@ extension CacheEngine {
             guard let row = slot.row, !row.isExpired(at: now) else { return nil }
             return info(slot, row, now: now)
         }
-        if fileVoid { return nil }
-        guard let row = try file.row(digest), !row.isExpired(at: now) else { return nil }
+        guard fileMayHold(digest), let row = try file.row(digest), !row.isExpired(at: now) else { return nil }
         return AccessInfo(idleMilliseconds: max(0, now - Int64(row.storageDate * 1000)),
                           frequency: AccessTracking.initialFrequency)
     }

@@ -17,6 +17,9 @@ public final class CacheEngine {
     private(set) var file: CacheFile
     let table: KeyTable
     let hasher = KeyHasher()
+    /// Which keys the file may hold (a Bloom filter): a key it cannot hold
+    /// is not looked up in SQLite.
+    let fileKeys = FileKeys()
     private let clock: @Sendable () -> Int64
 
     /// Entries, content bytes and expiry sums of the current state.
@@ -69,7 +72,38 @@ public final class CacheEngine {
         policy = configuration.evictionPolicy
         expiry.fileHint = totals.volatile > 0 ? .min : .max
         eviction.reset(for: policy)
+        table.fileKeys = fileKeys
+        buildFileKeysIfWanted()
     }
+
+    /// Starts building the filter of the file's keys when there is none or
+    /// it has gone stale (an empty file needs no scan).
+    func buildFileKeysIfWanted() {
+        guard fileKeys.wantsBuild(keys: totals.count), !fileVoid else { return }
+        if file.stored.totals.count == 0 && inFlight == nil && table.unappliedCount == 0 && totals.count == 0 {
+            fileKeys.reset()
+            return
+        }
+        let unapplied = table.allUnapplied.compactMap { $0.row == nil ? nil : $0.digest }
+        fileKeys.startBuild(path: file.path, fileID: file.fileID, keys: max(totals.count, file.stored.totals.count),
+                            unapplied: unapplied)
+    }
+
+    /// Whether the file may hold `digest`: not while its rows are void, nor
+    /// when the filter of its keys says it cannot.
+    @inline(__always)
+    func fileMayHold(_ digest: KeyDigest) -> Bool {
+        !fileVoid && fileKeys.mayHold(digest)
+    }
+
+    /// Whether the filter of the file's keys is built (tests, INFO).
+    public var keyFilterReady: Bool { fileKeys.isReady }
+    /// Reads of the file the filter spared so far.
+    public var keyFilterSpared: Int { fileKeys.spared }
+    /// Bytes the filter takes.
+    public var keyFilterBytes: Int { fileKeys.memoryBytes }
+    /// Waits until a build of the filter in progress is done.
+    public func waitForKeyFilter() { fileKeys.waitForBuild() }
 
     /// Opens the cache `handle` (already canonical) in `directory`. A file
     /// SQLite finds corrupt at open is moved aside (`onRecovery` is told)
@@ -134,7 +168,7 @@ public final class CacheEngine {
         -> (row: Row?, slot: KeySlot?)
     {
         if let slot = counted ? table.lookup(digest) : table.slot(digest) { return (slot.row, slot) }
-        if fileVoid { return (nil, nil) }
+        guard fileMayHold(digest) else { return (nil, nil) }
         let row = try file.row(digest)
         return (row, table.cache(digest, key: key, row: row))
     }
@@ -158,7 +192,7 @@ public final class CacheEngine {
             }
             return (slot.key.count + slot.row!.bodySize, slot.row!.expiresAt)
         }
-        if fileVoid { return nil }
+        guard fileMayHold(digest) else { return nil }
         return try file.rowInfo(digest).map { ($0.size, $0.expiresAt) }
     }
 
@@ -347,7 +381,7 @@ public final class CacheEngine {
         guard table.assumedNewCount > 0 else { return }
         let blind = table.allUnapplied.filter { $0.assumedNew && $0.inFlight == 0 }.sorted { $0.digest < $1.digest }
         for slot in blind {
-            if let old = try file.rowInfo(slot.digest) {
+            if fileMayHold(slot.digest), let old = try file.rowInfo(slot.digest) {
                 totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
             }
             slot.assumedNew = false
@@ -400,6 +434,8 @@ public final class CacheEngine {
         table.removeAll()
         totals = Totals(nextSeq: totals.nextSeq)
         fileVoid = true
+        // Once the clear reaches the file it holds only what is written from now on.
+        fileKeys.reset()
         clearPending = true
         clearInFlight = 0  // a clear already in flight is not this one
         eviction.reset(for: policy)
@@ -529,6 +565,7 @@ public final class CacheEngine {
     /// position `lsn`, or returns nil when nothing changed.
     public func seal(lsn: UInt64) -> CacheBatch? {
         precondition(inFlight == nil, "seal() while a batch is in flight")
+        buildFileKeysIfWanted()
         guard !table.changed.isEmpty || clearPending || needsRecencyIndex else { return nil }
         let id = nextBatchID
         nextBatchID += 1
@@ -568,6 +605,8 @@ public final class CacheEngine {
             case .rollBack:
                 table.removeAll()
                 totals = (try? file.reloadState().totals) ?? totals
+                // The file keeps what a clear since may have reset the filter of.
+                fileKeys.invalidate()
                 fileVoid = false
                 clearPending = false
                 clearInFlight = 0

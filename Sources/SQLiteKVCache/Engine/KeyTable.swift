@@ -139,6 +139,8 @@ final class KeyTable {
     private(set) var misses = 0
 
     private var slots: [KeyDigest: KeySlot] = [:]
+    /// The filter of the file's keys, told of every key given a row.
+    var fileKeys: FileKeys?
     /// Clean slots, for the clock.
     private var ring: [KeySlot] = []
     private var hand = 0
@@ -239,6 +241,9 @@ final class KeyTable {
     /// table does not hold the key), so the key is hashed and looked up once.
     @discardableResult
     func write(_ digest: KeyDigest, key: consuming [UInt8], row: consuming Row?, found: KeySlot?) -> KeySlot {
+        // A key the table did not know to exist gets a row: the file may
+        // hold it once a batch carries it (see FileKeys).
+        if row != nil && (found == nil || found!.row == nil) { fileKeys?.insert(digest) }
         let cost = Self.cost(key: key, row: row)
         let slot: KeySlot
         if let found {

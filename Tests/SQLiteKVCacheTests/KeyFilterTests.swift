@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+@testable import SQLiteKVCache
+
+/// The Bloom filter of a file's keys: never "absent" for a key the file
+/// holds, so the totals stay exact while new keys skip SQLite.
+@Suite("Key filter")
+struct KeyFilterTests {
+    let dir = TemporaryDirectory()
+    let hasher = KeyHasher()
+
+    func engine(_ name: String = "f", tier: Int = 0) throws -> CacheEngine {
+        var configuration = SQLiteKVCache.Configuration(memoryTierBytes: tier)
+        configuration.durableCommits = true
+        return try CacheEngine.open(handle: name, directory: dir.path, configuration: configuration)
+    }
+
+    func entry(_ key: String, _ value: String = "v") -> StoredEntry {
+        StoredEntry(key: bytes(key), row: Row(storageDate: Date().timeIntervalSince1970, expiresAt: nil,
+                                               kind: .string, metadata: [], value: .bytes(bytes(value))))
+    }
+
+    func flush(_ engine: CacheEngine, _ writer: BatchWriter, lsn: UInt64) {
+        guard let batch = engine.seal(lsn: lsn) else { return }
+        writer.submit(WriterJob(lsn: lsn, batches: [batch]))
+        writer.waitUntilIdle()
+        for job in writer.takeFinished() {
+            for batch in job.batches { engine.complete(batch, onFailure: .retry) }
+        }
+    }
+
+    @Test func insertedDigestsAreAlwaysFoundAndOthersRarely() {
+        let filter = KeyFilter(capacity: 100_000)
+        for i in 0..<100_000 { filter.insert(hasher.digest(bytes("in:\(i)"))) }
+        for i in 0..<100_000 { #expect(filter.mightContain(hasher.digest(bytes("in:\(i)")))) }
+        let falsePositives = (0..<100_000).filter { filter.mightContain(hasher.digest(bytes("out:\($0)"))) }.count
+        #expect(falsePositives < 1_000, "false positives at capacity: \(falsePositives) of 100,000 (about 0.3% expected)")
+        #expect(filter.isFull)
+    }
+
+    @Test func aUnionHoldsBothFilters() {
+        let a = KeyFilter(capacity: 4096), b = KeyFilter(capacity: 4096)
+        a.insert(hasher.digest(bytes("a")))
+        b.insert(hasher.digest(bytes("b")))
+        a.formUnion(b)
+        #expect(a.mightContain(hasher.digest(bytes("a"))) && a.mightContain(hasher.digest(bytes("b"))))
+    }
+
+    @Test func layersGrowPastTheFirstOnesCapacity() {
+        let keys = FileKeys()
+        keys.reset()
+        for i in 0..<200_000 { keys.insert(hasher.digest(bytes("k\(i)"))) }
+        for i in 0..<200_000 { #expect(keys.mayHold(hasher.digest(bytes("k\(i)")))) }
+        #expect(keys.memoryBytes > 200_000 * KeyFilter.bitsPerKey / 8)
+    }
+
+    @Test func anEmptyFileIsKnownAtOnceAndNewKeysSkipTheFile() throws {
+        let e = try engine()
+        #expect(e.keyFilterReady, "an empty file needs no scan")
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<1000 { try e.put(entry("k\(i)")) }
+        #expect(e.count == 1000)
+        flush(e, writer, lsn: 1)
+        // Memory keeps nothing clean (tier 0): old keys come from the file, new ones are known new.
+        let spared = e.keyFilterSpared
+        for i in 0..<1000 { try e.put(entry("k\(i)", "again")) }
+        for i in 1000..<2000 { try e.put(entry("k\(i)")) }
+        #expect(e.count == 2000, "overwrites of keys in the file are not counted as new")
+        #expect(e.keyFilterSpared - spared >= 900, "new keys skip the file")
+        flush(e, writer, lsn: 2)
+        #expect(try e.get(bytes("k5"))?.row.value.bytes == bytes("again"))
+    }
+
+    @Test func aReopenedFileIsScannedAndTheTotalsStayExact() throws {
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        do {
+            let e = try engine()
+            for i in 0..<5000 { try e.put(entry("k\(i)")) }
+            flush(e, writer, lsn: 1)
+            e.close()
+        }
+        let e = try engine()
+        // Writes while the scan runs: the filter takes them as well.
+        for i in 0..<100 { try e.put(entry("k\(i)", "while scanning")) }
+        for i in 5000..<5100 { try e.put(entry("k\(i)")) }
+        e.waitForKeyFilter()
+        #expect(e.keyFilterReady)
+        #expect(e.count == 5100)
+        flush(e, writer, lsn: 2)
+        for i in 0..<5200 { try e.put(entry("k\(i)", "last")) }
+        #expect(e.count == 5200, "every key of the file was found again")
+        flush(e, writer, lsn: 3)
+        e.close()
+        let reopened = try engine()
+        #expect(reopened.count == 5200)
+        #expect(try reopened.get(bytes("k42"))?.row.value.bytes == bytes("last"))
+    }
+
+    @Test func aClearStartsTheFilterOver() throws {
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        let e = try engine()
+        for i in 0..<300 { try e.put(entry("k\(i)")) }
+        flush(e, writer, lsn: 1)
+        e.clear()
+        try e.put(entry("k1"))
+        #expect(e.count == 1)
+        flush(e, writer, lsn: 2)
+        try e.put(entry("k1", "again"))
+        try e.put(entry("k2"))
+        #expect(e.count == 2, "k1 is in the file after the clear, k2 is new")
+        #expect(try e.get(bytes("k3")) == nil)
+    }
+}
