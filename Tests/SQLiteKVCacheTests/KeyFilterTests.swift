@@ -114,3 +114,49 @@ struct KeyFilterTests {
         #expect(try e.get(bytes("k3")) == nil)
     }
 }
+
+/// The key table's open-addressing index against a Dictionary model.
+@Suite("Slot index")
+struct SlotIndexTests {
+    let hasher = KeyHasher()
+
+    @Test func randomInsertsAndRemovalsMatchADictionary() {
+        var index = SlotIndex()
+        var model: [KeyDigest: KeySlot] = [:]
+        var random = FastRandom(seed: 42)
+        for step in 0..<200_000 {
+            let key = bytes("k\(random.next() % 20_000)")
+            let digest = hasher.digest(key)
+            switch random.next() % 3 {
+            case 0, 1:
+                let slot = KeySlot(digest: digest, key: key, row: nil)
+                index[digest] = slot
+                model[digest] = slot
+            default:
+                index[digest] = nil
+                model[digest] = nil
+            }
+            if step % 20_000 == 0 {
+                #expect(index.count == model.count)
+                for (digest, slot) in model { #expect(index[digest] === slot) }
+            }
+        }
+        #expect(index.count == model.count)
+        for i in 0..<20_000 {
+            let digest = hasher.digest(bytes("k\(i)"))
+            #expect(index[digest] === model[digest])
+        }
+        #expect(Set(index.values.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+        index.removeAll()
+        #expect(index.count == 0 && index[hasher.digest(bytes("k1"))] == nil)
+    }
+
+    @Test func reservingKeepsEverySlot() {
+        var index = SlotIndex()
+        let digests = (0..<1000).map { hasher.digest(bytes("r\($0)")) }
+        for digest in digests { index[digest] = KeySlot(digest: digest, key: [], row: nil) }
+        index.reserveCapacity(100_000)
+        #expect(index.capacity >= 131_072)
+        for digest in digests { #expect(index[digest]?.digest == digest) }
+    }
+}

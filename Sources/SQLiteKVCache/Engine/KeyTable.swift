@@ -138,7 +138,7 @@ final class KeyTable {
     private(set) var hits = 0
     private(set) var misses = 0
 
-    private var slots: [KeyDigest: KeySlot] = [:]
+    private var slots = SlotIndex()
     /// The filter of the file's keys, told of every key given a row.
     var fileKeys: FileKeys?
     /// Clean slots, for the clock.
@@ -432,7 +432,11 @@ final class KeyTable {
     /// Calls `body` with the slots in memory while it returns true, for at
     /// most `limit` of them (a fallback when random samples found nothing).
     func visitSlots(limit: Int, _ body: (KeySlot) -> Bool) {
-        for (visited, slot) in slots.values.enumerated() where visited >= limit || !body(slot) { return }
+        var visited = 0
+        slots.forEachSlot { slot in
+            defer { visited += 1 }
+            return visited < limit && body(slot)
+        }
     }
 
     var allUnapplied: [KeySlot] { unappliedIndex.flatMap { $0 } }
