@@ -354,17 +354,19 @@ final class KeyTable {
     /// are clean again, unless changed since; when the batch failed they
     /// are marked for the next one.
     func complete(_ id: UInt64, _ writes: [BatchWrite], failed: Bool) {
-        for write in writes {
-            guard let slot = slots[write.digest], slot.inFlight == id else { continue }
+        // By index, not `for write in writes`: a copy of each write would
+        // retain and release its key and row.
+        for w in writes.indices {
+            guard let slot = slots[writes[w].digest], slot.inFlight == id else { continue }
             detach(slot)
             slot.inFlight = 0
-            if case .put(let row) = write.op, case .live(let value) = row.value,
+            if case .put(let row) = writes[w].op, case .live(let value) = row.value,
                case .live(let current)? = slot.row?.value, current === value {
                 value.isFrozen = false  // nobody else holds it now
             }
             if failed {
-                markChanged(slot, write.op.isTouch ? .touch : .row)
-            } else if write.correct && slot.assumedNew {
+                markChanged(slot, writes[w].op.isTouch ? .touch : .row)
+            } else if writes[w].correct && slot.assumedNew {
                 slot.assumedNew = false  // the writer found what the file held and corrected the totals
                 assumedNewCount -= 1
             }

@@ -91,17 +91,30 @@ struct SlotIndex {
         count -= 1
     }
 
+    /// Rehashes into `newCapacity` buckets from the tags alone; the slots
+    /// are moved, not copied (a copy was a retain and a release per slot).
     private mutating func resize(to newCapacity: Int) {
-        let oldTags = tags, oldSlots = slots
-        tags = [UInt64](repeating: 0, count: newCapacity)
-        slots = [KeySlot?](repeating: nil, count: newCapacity)
-        mask = newCapacity - 1
-        for j in 0..<oldTags.count where oldTags[j] != 0 {
-            var i = home(oldTags[j])
-            while tags[i] != 0 { i = (i + 1) & mask }
-            tags[i] = oldTags[j]
-            slots[i] = oldSlots[j]
+        let oldTags = tags
+        var oldSlots = slots
+        slots = []
+        var newTags = [UInt64](repeating: 0, count: newCapacity)
+        var newSlots = [KeySlot?](repeating: nil, count: newCapacity)
+        let newMask = newCapacity - 1
+        newTags.withUnsafeMutableBufferPointer { tagsOut in
+            newSlots.withUnsafeMutableBufferPointer { slotsOut in
+                oldSlots.withUnsafeMutableBufferPointer { slotsIn in
+                    for j in 0..<oldTags.count where oldTags[j] != 0 {
+                        var i = Int(truncatingIfNeeded: oldTags[j] >> 1) & newMask
+                        while tagsOut[i] != 0 { i = (i + 1) & newMask }
+                        tagsOut[i] = oldTags[j]
+                        slotsOut[i] = slotsIn[j].take()
+                    }
+                }
+            }
         }
+        tags = newTags
+        slots = newSlots
+        mask = newMask
     }
 
     /// Makes room for `total` slots without growing step by step.
