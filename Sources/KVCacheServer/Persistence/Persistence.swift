@@ -61,8 +61,9 @@ final class Persistence {
     private(set) var transactionDepth = 0
     /// The running command changed a live value in place: it is logged as itself.
     private var commandLive = false
-    /// What the running command is logged as instead of its arguments (SPOP as SREM).
-    private(set) var commandRewrite: [[UInt8]]?
+    /// What the running command is logged as instead of its arguments
+    /// (SPOP as SREM; XREADGROUP as the XCLAIMs of what it delivered).
+    private(set) var commandRewrite: [[[UInt8]]]?
 
     /// Where a command's ops start in the record being built (a command
     /// inside EXEC nests in the EXEC's).
@@ -70,7 +71,7 @@ final class Persistence {
         let opsStart: Int
         let opCountStart: Int
         let live: Bool
-        let rewrite: [[UInt8]]?
+        let rewrite: [[[UInt8]]]?
     }
     /// Set while replaying the log: nothing is recorded.
     private(set) var replaying = false
@@ -202,7 +203,14 @@ final class Persistence {
     /// whose result is random, such as SPOP, logged as the SREM it did).
     func logCommand(as args: [[UInt8]]) {
         guard !replaying else { return }
-        commandRewrite = args
+        commandRewrite = [args]
+    }
+
+    /// The running command is logged as the commands `commands`, in order
+    /// (none: nothing), as Redis propagates XREADGROUP as XCLAIMs.
+    func logCommands(as commands: [[[UInt8]]]) {
+        guard !replaying else { return }
+        commandRewrite = commands
     }
 
     /// Starts a MULTI/EXEC: the commands' changes become one record.
@@ -229,9 +237,11 @@ final class Persistence {
         if commandLive && log != nil && !replaying {
             recordOps.removeSubrange(mark.opsStart...)
             recordOpCount = mark.opCountStart
-            LogOp.command(cache: cache, args: commandRewrite ?? args.copies).encode(into: &recordOps)
-            recordOpCount += 1
-            noteCache(cache)
+            for command in commandRewrite ?? [args.copies] {
+                LogOp.command(cache: cache, args: command).encode(into: &recordOps)
+                recordOpCount += 1
+                noteCache(cache)
+            }
         }
         return transactionDepth > 0 ? nil : appendRecord()
     }
