@@ -236,6 +236,7 @@ func replyGroupRange(_ c: Connection, _ stream: StreamValue, key: [UInt8], group
     let mark = c.output.count
     var n = 0
     var lastIDMoved = false
+    let before = stream.groups[group].map { ($0.lastID, $0.entriesRead) }
     stream.forEach(from: start) { e in
         if let g = stream.groups[group], e.id > g.lastID {
             stream.advance(group, to: e.id)
@@ -251,7 +252,13 @@ func replyGroupRange(_ c: Connection, _ stream: StreamValue, key: [UInt8], group
         n += 1
         return count == 0 || n < count
     }
-    if lastIDMoved { effects.both(StreamEffects.setID(key: key, group: stream.groups[group]!)) }
+    // Redis propagates the new last ID after a NOACK read; the log also
+    // gets it after any read that moved it, with the read counter the
+    // XCLAIMs do not carry, so a replay's counter is the same.
+    if let g = stream.groups[group], let before, before.0 != g.lastID || before.1 != g.entriesRead {
+        let setID = StreamEffects.setID(key: key, group: g)
+        if lastIDMoved { effects.both(setID) } else { effects.logOnly(setID) }
+    }
     c.insertHeader(at: mark, count: n)
 }
 
