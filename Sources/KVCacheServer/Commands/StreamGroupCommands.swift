@@ -118,7 +118,7 @@ private func xgroup(_ ctx: CommandContext) throws {
     case "createconsumer":
         guard let stream else { throw subcommandSyntaxError(ctx) }
         let consumer = ctx.args.bytes(4)
-        guard stream.groups[name]!.createConsumer(consumer, now: Server.nowMilliseconds()) else {
+        guard stream.groups[name]!.createConsumer(consumer, now: ctx.server.persistence.recordNow()) else {
             c.replyInteger(0)
             return
         }
@@ -250,7 +250,7 @@ private func xclaim(_ ctx: CommandContext) throws {
         ids.append((id, ctx.args.bytes(j)))
         j += 1
     }
-    let now = Server.nowMilliseconds()
+    let now = ctx.server.persistence.recordNow()
     var deliveryTime: Int64 = -1, retryCount: Int64 = -1
     var force = false, justID = false
     var lastID = StreamID.zero
@@ -357,7 +357,7 @@ private func xautoclaim(_ ctx: CommandContext) throws {
     }
     let c = ctx.connection
     let effects = StreamEffects()
-    let now = Server.nowMilliseconds()
+    let now = ctx.server.persistence.recordNow()
     var attempts = count * 10
     var deleted: [StreamID] = []
     var consumerReady = false

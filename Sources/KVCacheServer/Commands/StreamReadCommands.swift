@@ -140,7 +140,7 @@ private func xread(_ ctx: CommandContext, group withGroup: Bool) throws {
         let start = gt.successor ?? .zero
         if let groupName {
             effects.changed = false
-            let now = Server.nowMilliseconds()
+            let now = ctx.server.persistence.recordNow()
             if ctx.lookupOrCreateConsumer(consumer, in: groupName, of: stream, key: keys[k], now: now) {
                 let create = StreamEffects.createConsumer(key: keys[k], group: groupName, consumer: consumer)
                 if noAck { effects.both(create) } else { effects.logOnly(create) }
@@ -203,7 +203,7 @@ private func serveBlocked(_ ctx: CommandContext, _ state: BlockState, _ wait: St
     let c = ctx.connection
     let start = gt.successor ?? .zero
     let effects = StreamEffects()
-    let now = Server.nowMilliseconds()
+    let now = ctx.server.persistence.recordNow()
     if let groupName = wait.group,
        ctx.lookupOrCreateConsumer(wait.consumer, in: groupName, of: stream, key: key, now: now) {
         let create = StreamEffects.createConsumer(key: key, group: groupName, consumer: wait.consumer)

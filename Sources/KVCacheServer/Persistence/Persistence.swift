@@ -75,6 +75,8 @@ final class Persistence {
     }
     /// Set while replaying the log: nothing is recorded.
     private(set) var replaying = false
+    /// The stamp of the record being built, once `recordNow` fixed it.
+    private var recordTime: Int64?
 
     // Seals and the writer.
     private var inFlight: (job: WriterJob, parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)],
@@ -260,6 +262,8 @@ final class Persistence {
 
     /// Appends the ops recorded so far as one record.
     private func appendRecord() -> UInt64? {
+        let stamp = recordTime ?? Server.nowMilliseconds()
+        recordTime = nil
         guard recordOpCount > 0, let log else { return nil }
         defer {
             recordOps.removeAll(keepingCapacity: recordOps.capacity <= 1 << 20)
@@ -268,7 +272,19 @@ final class Persistence {
             recordSpansCaches = false
         }
         guard everyChangeLogged || recordSpansCaches else { return nil }
-        return log.append(time: Server.nowMilliseconds(), opCount: recordOpCount, encodedOps: recordOps)
+        return log.append(time: stamp, opCount: recordOpCount, encodedOps: recordOps)
+    }
+
+    /// Now, as the record being built will be stamped: the first call in a
+    /// record fixes the time (and the record's stamp), so a replay, which
+    /// runs at its record's time, reads the same clock. For the times a
+    /// command keeps without logging them (a stream consumer's seen time).
+    func recordNow() -> Int64 {
+        if replaying { return Server.nowMilliseconds() }
+        if let recordTime { return recordTime }
+        let now = Server.nowMilliseconds()
+        recordTime = now
+        return now
     }
 
     /// Why writes are refused now, if they are: the log cannot be written.
