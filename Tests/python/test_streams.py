@@ -323,3 +323,26 @@ def test_memory_usage_is_redis_figure(c):
     assert c.command("MEMORY", "USAGE", "s") == 4728
     assert c.command("RESTORE", "r", "0", c.command("DUMP", "s")) == "OK"
     assert c.command("MEMORY", "USAGE", "r") == 712  # restored: allocated to fit
+
+
+def test_tracking_invalidates_stream_reads_as_redis(server, r):
+    r.xadd("s", {"f": "v"}, id="1-0")
+    r.xadd("t", {"f": "v"}, id="1-0")
+    r.xgroup_create("s", "g", "0")
+    listener = server.raw()
+    listener_id = listener.command("CLIENT", "ID")
+    assert listener.command("SUBSCRIBE", "__redis__:invalidate") == [b"subscribe", b"__redis__:invalidate", 1]
+    reader = server.raw()
+    assert reader.command("CLIENT", "TRACKING", "on", "REDIRECT", str(listener_id)) == "OK"
+    reader.command("XRANGE", "s", "-", "+")
+    reader.command("XREAD", "STREAMS", "t", "0")
+    # Group bookkeeping does not touch the key (Redis calls no signalModifiedKey for it).
+    r.xreadgroup("g", "c", {"s": ">"})
+    r.xgroup_createconsumer("s", "g", "d")
+    assert listener.command("PING") == [b"pong", b""]  # no invalidation came before it
+    r.xadd("s", {"f": "w"}, id="2-0")
+    r.xadd("t", {"f": "w"}, id="2-0")
+    assert listener.read_reply() == [b"message", b"__redis__:invalidate", [b"s"]]
+    assert listener.read_reply() == [b"message", b"__redis__:invalidate", [b"t"]]
+    reader.close()
+    listener.close()
