@@ -346,3 +346,26 @@ def test_tracking_invalidates_stream_reads_as_redis(server, r):
     assert listener.read_reply() == [b"message", b"__redis__:invalidate", [b"t"]]
     reader.close()
     listener.close()
+
+
+def test_watch_sees_the_changes_redis_signals(server, c):
+    c.command("XADD", "s", "1-0", "f", "v")
+    c.command("XGROUP", "CREATE", "s", "g", "0")
+    other = server.raw()
+
+    def watched_exec(change):
+        assert c.command("WATCH", "s") == "OK"
+        other.command(*change)
+        assert c.command("MULTI") == "OK"
+        assert c.command("PING") == "QUEUED"
+        return c.command("EXEC")
+    # Group bookkeeping leaves a watched stream alone, as in Redis 7.0.
+    assert watched_exec(("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")) == ["PONG"]
+    assert watched_exec(("XACK", "s", "g", "1-0")) == ["PONG"]
+    assert watched_exec(("XGROUP", "CREATECONSUMER", "s", "g", "d")) == ["PONG"]
+    # New entries, deletes and trims change it.
+    assert watched_exec(("XADD", "s", "2-0", "f", "v")) is None
+    assert watched_exec(("XDEL", "s", "2-0")) is None
+    assert watched_exec(("XDEL", "s", "9-0")) == ["PONG"]  # deleted nothing
+    assert watched_exec(("XTRIM", "s", "MAXLEN", "0")) is None
+    other.close()
