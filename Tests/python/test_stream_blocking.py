@@ -192,11 +192,12 @@ def producer(port, count):
 
 
 def worker(port, name):
-    # Each worker takes new jobs for itself (BLOCK), does them, records the
-    # result and acknowledges; a stop entry ends it.
+    # Each worker takes the next job for itself (BLOCK), does it, records the
+    # result and acknowledges; a stop entry ends it (one read, one entry: a
+    # worker never takes both stops).
     r = redis.Redis(port=port, socket_timeout=30)
     while True:
-        reply = r.xreadgroup("workers", name, {"jobs": ">"}, count=10, block=10000)
+        reply = r.xreadgroup("workers", name, {"jobs": ">"}, count=1, block=10000)
         if not reply:
             break
         done = False
@@ -231,3 +232,12 @@ def test_a_producer_feeds_a_group_of_two_worker_processes(server, r):
     assert r.xpending("jobs", "workers")["pending"] == 0
     consumers = {c["name"]: c["pending"] for c in r.xinfo_consumers("jobs", "workers")}
     assert consumers == {"w1": 0, "w2": 0} or consumers == {b"w1": 0, b"w2": 0}
+
+
+def test_a_blocked_readgroup_gets_an_error_when_its_stream_expires(r, client):
+    r.xgroup_create("s", "g", "$", mkstream=True)
+    got = in_background(client().xreadgroup, "g", "alice", {"s": ">"}, None, 0)
+    wait_blocked(r, 1)
+    r.pexpire("s", 50)
+    error = got(timeout=10)  # the expiry sweep removes it
+    assert isinstance(error, redis.ResponseError) and "UNBLOCKED the stream key no longer exists" in str(error)
