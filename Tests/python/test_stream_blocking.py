@@ -241,3 +241,23 @@ def test_a_blocked_readgroup_gets_an_error_when_its_stream_expires(r, client):
     r.pexpire("s", 50)
     error = got(timeout=10)  # the expiry sweep removes it
     assert isinstance(error, redis.ResponseError) and "UNBLOCKED the stream key no longer exists" in str(error)
+
+
+def test_swapdb_answers_or_serves_blocked_stream_readers(server, r, client):
+    # db9 holds the stream the readers wait on; db4 holds another, with an entry.
+    db9, db4 = client(db=9), client(db=4)
+    db9.flushdb()
+    db4.flushdb()
+    db9.xgroup_create("s", "g", "$", mkstream=True)
+    db4.xadd("s", {"from": "db4"}, id="5-0")
+    group_reader = in_background(client(db=9).xreadgroup, "g", "alice", {"s": ">"}, None, 0)
+    plain_reader = in_background(client(db=9).xread, {"s": "0"}, None, 0)
+    wait_blocked(r, 2)
+    r.swapdb(4, 9)
+    # The stream now in db9 has no group g: the XREADGROUP client is told;
+    # it has an entry past 0: the XREAD client is served it.
+    error = group_reader()
+    assert isinstance(error, redis.ResponseError) and "NOGROUP" in str(error)
+    assert plain_reader() == [[b"s", [(b"5-0", {b"from": b"db4"})]]]
+    db9.flushdb()
+    db4.flushdb()
