@@ -25,7 +25,7 @@ same directory and every key ever written is read back:
 Beside those writers, workloads of their own (tools/crash_workloads.py,
 `--workloads`, all by default) run eviction (a cache with a capacity),
 expiry (deadlines under 1.5 s, so the sweep runs), MOVE, COPY ... DB,
-SWAPDB and collections, each with the checks that fit it, and FLUSHALL:
+SWAPDB, collections and streams, each with the checks that fit it, and FLUSHALL:
 in about one cycle in four every writer pauses, FLUSHALL is sent and the
 kill follows at once, within 5 ms or after 50-300 ms; after the restart
 every cache must be emptied or none (all of them if it was acknowledged),

@@ -24,6 +24,11 @@ depends on its own commands only:
                SADD SREM ZADD ZREM DEL); every reply is checked against a
                model, and after a restart each collection is exactly the
                model's state after its last acknowledged write or a later one.
+- streams:     streams with a consumer group (XADD XDEL XTRIM XREADGROUP
+               XACK XCLAIM, DEL and XGROUP CREATE); after a restart each
+               stream's entries, last delivered ID, pending entries (with
+               owner and delivery count) and consumers are exactly a state
+               from its last acknowledged command on.
 
 Every command is recorded before it is sent and stamped when its reply
 arrives. After a kill, a key's state must be one its commands produced
@@ -678,8 +683,149 @@ class CollectionsWorkload(Workload):
                 self.resolve(k, self.frozen(k, reply), t0, t1, verdict, cycle)
 
 
+class StreamsWorkload(Workload):
+    """Streams with one consumer group `g` each: XADD (explicit IDs, so
+    every reply is known), XDEL, XTRIM MAXLEN =, XREADGROUP (which makes
+    pending entries and consumers), XACK, XCLAIM (JUSTID or not: delivery
+    counts), and DEL followed by XGROUP CREATE … MKSTREAM. A state is the
+    entries, the group's last delivered ID, its pending entries (ID,
+    consumer, delivery count) and its consumers; after a restart each
+    stream is exactly one of its states from the last acknowledged on."""
+    name = "streams"
+    caches = ("crash-streams",)
+    CONSUMERS = (b"c0", b"c1", b"c2", b"c3")
+
+    def __init__(self, wid, nkeys, seed):
+        super().__init__(wid, min(nkeys, 40), seed)
+        self.next_ms = 1
+
+    def skey(self, n):
+        return b"%s:w%d:s%d" % (self.name.encode(), self.wid, n)
+
+    @staticmethod
+    def empty():
+        return ((), b"0-0", frozenset(), frozenset())
+
+    def setup(self):
+        cmds = [Cmd(("SELECT", self.caches[0]), "OK")]
+        for n in range(self.nkeys):
+            k = self.skey(n)
+            cmds.append(Cmd(("DEL", k), lambda r: r in (0, 1), [(k, KOp(ABSENT, "DEL"))]))
+            cmds.append(Cmd(("XGROUP", "CREATE", k, "g", "$", "MKSTREAM"), "OK", [(k, KOp(self.empty(), "XGROUP"))]))
+        return cmds
+
+    def next_batch(self):
+        batch = Batch(self)
+        for _ in range(self.rng.choice((1, 8, 32))):
+            k = self.skey(self.rng.randrange(self.nkeys))
+            if self.current(k) is ABSENT:  # after a FLUSHALL: the group first
+                batch.append(Cmd(("XGROUP", "CREATE", k, "g", "$", "MKSTREAM"), "OK", [(k, KOp(self.empty(), "XGROUP"))]))
+                continue
+            entries, last, pending, consumers = self.current(k)
+            pend = {i: (c, n) for i, c, n in pending}
+            ids = [e[0] for e in entries]
+            r = self.rng.random()
+            if r < 0.02:
+                batch.append(Cmd(("DEL", k), 1, [(k, KOp(ABSENT, "DEL"))]))
+                batch.append(Cmd(("XGROUP", "CREATE", k, "g", "$", "MKSTREAM"), "OK", [(k, KOp(self.empty(), "XGROUP"))]))
+            elif r < 0.40:
+                sid = b"%d-0" % self.next_ms
+                self.next_ms += 1
+                v = self.value()
+                state = (entries + ((sid, (b"f", v)),), last, pending, consumers)
+                batch.append(Cmd(("XADD", k, sid, "f", v), sid, [(k, KOp(state, "XADD"))]))
+            elif r < 0.48:
+                victim = self.rng.choice(ids) if ids and self.rng.random() < 0.8 else b"999999999-0"
+                kept = tuple(e for e in entries if e[0] != victim)
+                batch.append(Cmd(("XDEL", k, victim), len(entries) - len(kept),
+                                 [(k, KOp((kept, last, pending, consumers), "XDEL"))]))
+            elif r < 0.52:
+                keep = self.rng.randrange(0, 30)
+                kept = entries[-keep:] if keep else ()
+                batch.append(Cmd(("XTRIM", k, "MAXLEN", "=", keep), len(entries) - len(kept),
+                                 [(k, KOp((kept, last, pending, consumers), "XTRIM"))]))
+            elif r < 0.75:
+                c = self.rng.choice(self.CONSUMERS)
+                count = self.rng.randrange(1, 6)
+                lastn = _sid(last)
+                new = [e for e in entries if _sid(e[0]) > lastn][:count]
+                if new:
+                    last2 = new[-1][0]
+                    for e in new:
+                        pend[e[0]] = (c, 1)
+                    reply = [[k, [[e[0], list(e[1])] for e in new]]]
+                    state = (entries, last2, _frozen(pend), consumers | {c})
+                else:
+                    reply, state = None, (entries, last, pending, consumers)
+                batch.append(Cmd(("XREADGROUP", "GROUP", "g", c, "COUNT", count, "STREAMS", k, ">"), reply,
+                                 [(k, KOp(state, "XREADGROUP"))]))
+            elif r < 0.87:
+                some = self.rng.sample(sorted(pend), min(len(pend), self.rng.randrange(1, 4))) if pend else [b"1-0"]
+                acked = sum(1 for i in some if i in pend)
+                for i in some:
+                    pend.pop(i, None)
+                batch.append(Cmd(("XACK", k, "g", *some), acked, [(k, KOp((entries, last, _frozen(pend), consumers), "XACK"))]))
+            else:
+                if not pend:
+                    continue
+                c = self.rng.choice(self.CONSUMERS)
+                justid = self.rng.random() < 0.5
+                some = sorted(self.rng.sample(sorted(pend), min(len(pend), self.rng.randrange(1, 4))), key=_sid)
+                present = dict(entries)
+                claimed = []
+                for i in some:
+                    if i not in present:
+                        pend.pop(i)  # gone from the stream: its pending entry goes too
+                        continue
+                    owner, n = pend[i]
+                    pend[i] = (c, n if justid else n + 1)
+                    claimed.append(i)
+                reply = claimed if justid else [[i, list(present[i])] for i in claimed]
+                args = ("XCLAIM", k, "g", c, 0, *some) + (("JUSTID",) if justid else ())
+                batch.append(Cmd(args, reply, [(k, KOp((entries, last, _frozen(pend),
+                                                        consumers | ({c} if claimed else set())), "XCLAIM"))]))
+        return batch
+
+    def read(self, key):
+        return [("XRANGE", key, "-", "+"), ("XINFO", "GROUPS", key), ("XPENDING", key, "g", "-", "+", 1000000),
+                ("XINFO", "CONSUMERS", key, "g")]
+
+    def frozen(self, key, replies):
+        rng, groups, pel, consumers = replies
+        if isinstance(groups, bench.RespError):
+            return ABSENT
+        entries = tuple((e[0], tuple(e[1])) for e in rng)
+        last = dict(zip(groups[0][::2], groups[0][1::2]))[b"last-delivered-id"]
+        pending = frozenset((p[0], p[1], p[3]) for p in pel)
+        names = frozenset(dict(zip(c[::2], c[1::2]))[b"name"] for c in consumers)
+        return (entries, last, pending, names)
+
+    def describe(self, state):
+        if state is None:
+            return "absent"
+        entries, last, pending, consumers = state
+        return f"stream of {len(entries)}, last delivered {last!r}, {len(pending)} pending, {len(consumers)} consumers"
+
+    def verify(self, conn, verdict, cycle):
+        _select(conn, self.caches[0])
+        for k, replies, t0, t1 in _read_chunked(conn, self.keys(), self.read):
+            if isinstance(replies[1], bench.RespError) and "no such key" in str(replies[1]):
+                self.resolve(k, ABSENT, t0, t1, verdict, cycle)
+            elif _no_error(replies, self.name, k, verdict, cycle):
+                self.resolve(k, self.frozen(k, replies), t0, t1, verdict, cycle)
+
+
+def _sid(sid: bytes):
+    ms, seq = sid.split(b"-")
+    return (int(ms), int(seq))
+
+
+def _frozen(pend: dict):
+    return frozenset((i, c, n) for i, (c, n) in pend.items())
+
+
 WORKLOADS = {w.name: w for w in (EvictWorkload, ExpiryWorkload, MoveWorkload, CopyWorkload, SwapWorkload,
-                                 CollectionsWorkload)}
+                                 CollectionsWorkload, StreamsWorkload)}
 
 
 def server_args(names) -> list[str]:

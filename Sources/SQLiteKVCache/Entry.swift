@@ -9,6 +9,7 @@ public enum ValueKind: UInt8, Sendable, CaseIterable {
     case set = 2
     case hash = 3
     case zset = 4
+    case stream = 5
 }
 
 extension SQLiteKVCache {

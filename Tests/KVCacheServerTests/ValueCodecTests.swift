@@ -300,8 +300,9 @@ struct ValueCodecTests {
     }
 
     @Test func typeAndEncodingNamesAreRedis() {
-        #expect(ValueKind.allCases.map(\.typeName) == ["string", "list", "set", "hash", "zset"])
-        #expect(ValueKind(typeName: "zset") == .zset && ValueKind(typeName: "stream") == nil)
+        #expect(ValueKind.allCases.map(\.typeName) == ["string", "list", "set", "hash", "zset", "stream"])
+        #expect(ValueKind(typeName: "zset") == .zset && ValueKind(typeName: "stream") == .stream)
+        #expect(ValueKind(typeName: "module") == nil)
         #expect(stringEncodingName(b("12345")) == "int")
         #expect(stringEncodingName(b(String(repeating: "a", count: 44))) == "embstr")
         #expect(stringEncodingName(b(String(repeating: "a", count: 45))) == "raw")

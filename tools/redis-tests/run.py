@@ -44,7 +44,7 @@ DEFAULT_DOC = ROOT / "docs" / "redis-tests.md"
 DEFAULT_TAGS = "-needs:repl"
 
 # Issue 15's list, then the files issues 16 and 18 and the protocol, INFO,
-# AUTH and ACL work are measured by.
+# AUTH and ACL work are measured by, then the streams'.
 DEFAULT_UNITS = [
     "unit/type/list", "unit/type/list-2", "unit/type/list-3", "unit/type/set",
     "unit/type/hash", "unit/type/zset", "unit/type/incr", "unit/type/string",
@@ -52,7 +52,7 @@ DEFAULT_UNITS = [
     "unit/hyperloglog", "unit/sort", "unit/dump", "unit/geo", "unit/scripting",
     "unit/functions", "unit/other", "unit/introspection", "unit/introspection-2",
     "unit/pubsub", "unit/tracking", "unit/latency-monitor", "unit/protocol",
-    "unit/info", "unit/auth", "unit/acl",
+    "unit/info", "unit/auth", "unit/acl", "unit/type/stream", "unit/type/stream-cgroups",
 ]
 
 SERVERS = ("redis", "kvcache")
@@ -65,20 +65,6 @@ DEFAULT_SKIPS = {
         ("SRANDMEMBER with a dict containing long chain",
          "needs the server's pid (get_child_pid), which external mode lacks; it also leaves "
          "rdb-key-save-delay at 2147483647 behind, so a later DEBUG RELOAD hangs"),
-    ],
-    "unit/scripting": [
-        ("EVAL - Scripts can't run XREAD and XREADGROUP with BLOCK option",
-         "the file's only test of streams (XGROUP, XREAD), which this server does not have (left out of "
-         "issue 15 on purpose); unskipped, it stops the whole file at its 28th test"),
-    ],
-    "unit/keyspace": [
-        ("COPY basic usage for stream", "streams (XADD), which this server does not have (left out of issue 15 "
-         "on purpose); unskipped, it stops the file at its 41st test"),
-        ("COPY basic usage for stream-cgroups", "streams (XADD, XGROUP), as the test before"),
-    ],
-    "unit/pubsub": [
-        ("Keyspace notifications: stream events test", "streams (XGROUP), which this server does not have; "
-         "unskipped, it stops the file before its last five tests"),
     ],
 }
 
@@ -946,7 +932,7 @@ def parse_args(argv: list[str]):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("units", nargs="*", help="unit files (unit/type/list or type/list); "
-                   "default: the 29 files of docs/redis-tests.md")
+                   "default: the 31 files of docs/redis-tests.md")
     p.add_argument("--cache-dir", type=Path,
                    default=Path(os.environ.get("KVCACHE_REDIS_TESTS", DEFAULT_CACHE)),
                    help=f"where the Redis source tree is kept (default {DEFAULT_CACHE})")

@@ -124,8 +124,8 @@ enum ACLCommandCatalog {
         return state.withLock { Array($0.byName.values) }.sorted { $0.id < $1.id }
     }
 
-    /// Redis's commands this server lacks (streams, cluster, replication)
-    /// have entries too, so rules naming them (`+xadd`, `-@stream`) mean
+    /// Redis's commands this server lacks (MIGRATE, cluster, replication)
+    /// have entries too, so rules naming them (`+migrate`, `-@dangerous`) mean
     /// what they mean in Redis, and an aclfile written for Redis loads.
     private static let populated: Bool = {
         for name in RedisCommandSpecs.parsedInfo.keys.sorted() where state.withLock({ $0.byName[name] == nil }) {

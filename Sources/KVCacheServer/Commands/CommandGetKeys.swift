@@ -16,8 +16,8 @@ enum CommandKeys {
         let name = withFlags ? "command|getkeysandflags" : "command|getkeys"
         guard ctx.args.count >= 4 else { throw ReplyError.wrongArity(name) }
         let argv = (2..<ctx.args.count).map { ctx.args.bytes($0) }
-        // A Redis command this server does not run (the stream commands)
-        // still has Redis's key specs: GETKEYS answers from them, as a
+        // A Redis command this server does not run (MIGRATE) still has
+        // Redis's key specs: GETKEYS answers from them, as a
         // table lookup, like Redis (a client computing a key's slot asks).
         let known = ctx.server.commands.lookup(argv[0])
         let redisName = String(decoding: argv[0].map(asciiLower), as: UTF8.self)

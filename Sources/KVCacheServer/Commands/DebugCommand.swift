@@ -253,6 +253,13 @@ private func valueDigest(_ entry: StoredEntry) throws -> [UInt8] {
             add(formatDouble(score))
             return true
         }
+    case let stream as StreamValue:
+        // The entries, as Redis's digest walks them (groups are not in it).
+        stream.forEach { e in
+            add(e.id.bytes)
+            for element in stream.fields(of: e) { add(element) }
+            return true
+        }
     default:
         break
     }

@@ -112,8 +112,9 @@ extension Keyspace {
                 value = RedisFootprint.object + RedisFootprint.listpack(
                     zset.allElements.flatMap { [$0.member, RedisFootprint.scoreEntry($0.score)] })
             }
-        default:
-            value = RedisFootprint.object + RedisFootprint.sds(entry.value.count)
+        case .stream:
+            guard let stream = try loadStream(key, read: false)?.value else { return nil }
+            value = RedisFootprint.stream(stream, samples: samples)
         }
         return value + RedisFootprint.key(key.count)
     }

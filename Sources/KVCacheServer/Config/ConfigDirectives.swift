@@ -226,6 +226,9 @@ extension ServerConfig {
         .encodingLimit("set-max-intset-entries", \.setMaxIntsetEntries),
         .encodingLimit("zset-max-listpack-entries", aliases: ["zset-max-ziplist-entries"], \.zsetMaxListpackEntries),
         .encodingLimit("zset-max-listpack-value", aliases: ["zset-max-ziplist-value"], \.zsetMaxListpackValue, isSize: true),
+        // A stream's nodes (listpacks): the most bytes and entries one holds.
+        .encodingLimit("stream-node-max-bytes", \.streamNodeMaxBytes, isSize: true),
+        .encodingLimit("stream-node-max-entries", \.streamNodeMaxEntries),
         // Redis's maxmemory: a server-wide limit on data, enforced on writes.
         .size("maxmemory", \.maxMemory, live: true),
         .choice("maxmemory-policy", \.maxMemoryPolicy, MaxMemoryPolicy.allCases.map(\.rawValue), live: true),

@@ -21,7 +21,7 @@ extension Keyspace {
     /// when `read`, else an uncounted lookup before a change (`entry`'s
     /// value is then the object to change).
     /// - Throws: WRONGTYPE when the key holds another kind.
-    private func loadLive<V: LiveCollection>(_ key: [UInt8], of kind: ValueKind, read: Bool,
+    func loadLive<V: LiveCollection>(_ key: [UInt8], of kind: ValueKind, read: Bool,
                                              decode: @escaping ([UInt8]) throws(ReplyError) -> V) throws -> (value: V, entry: StoredEntry)? {
         guard var stored = try lookupStored(key, as: kind, read: read) else { return nil }
         let value = try liveValue(key, forChange: !read, decode: decode)
@@ -111,6 +111,7 @@ extension Keyspace {
         case .set: return try loadSet(key, read: true)?.value
         case .hash: return try loadHash(key, read: true)?.value
         case .zset: return try loadZSet(key, read: true)?.value
+        case .stream: return try loadStream(key, read: true)?.value
         case .string: return nil
         }
     }
@@ -135,3 +136,4 @@ extension ListValue: LiveCollection {}
 extension SetValue: LiveCollection {}
 extension HashValue: LiveCollection {}
 extension ZSetValue: LiveCollection {}
+extension StreamValue: LiveCollection {}

@@ -214,13 +214,36 @@ struct Keyspace {
 
     // MARK: The changes (every write ends in one of these)
 
-    /// Tells the server that `key` changed (Redis's signalModifiedKey and,
-    /// for a list or sorted set stored, signalKeyAsReady): clients watching
-    /// it will see EXEC fail; clients blocked on it are served once the
-    /// running command ends.
+    /// Tells the server that `key` changed (Redis's signalModifiedKey and
+    /// signalKeyAsReady): clients watching it will see EXEC fail; clients
+    /// blocked on it are looked at once the running command ends (served
+    /// when it now holds what they wait for; a stream's XREADGROUP clients
+    /// answered with an error when it was deleted or replaced).
     private func keyChanged(_ key: [UInt8], storedKind kind: ValueKind? = nil) {
         if !server.watchers.isEmpty { server.touchWatchedKey(cache.name, key) }
-        if server.blockedCount > 0, kind == .list || kind == .zset { server.signalKeyAsReady(cache.name, key) }
+        if server.blockedCount > 0 { server.signalKeyAsReady(cache.name, key) }
+    }
+
+    /// Redis's signalModifiedKey alone: WATCH and client-side caching see
+    /// `key` change (a stream command that changes its stream in place).
+    func signalModified(_ key: [UInt8]) {
+        if !server.watchers.isEmpty { server.touchWatchedKey(cache.name, key) }
+        if server.trackingActive { server.trackingKeyChanged(key, in: cache, byClient: true) }
+    }
+
+    /// Records that `key`'s stream, loaded for a write, changed in place:
+    /// the engine accounts its new size. Only when `modifiesKey` do WATCH
+    /// and client-side caching hear of it, as Redis's stream commands call
+    /// signalModifiedKey for some changes only; no keyspace event is named
+    /// here (each stream command names its own) and no blocked client is
+    /// readied (XADD does that itself).
+    func changeStream(_ key: [UInt8], oldEncodedSize: Int, modifiesKey: Bool) throws {
+        let engine = try engineForWrite(grows: true)
+        let now = Double(Server.nowMilliseconds()) / 1000
+        try run { _ throws(SQLiteKVCache.Error) in
+            try engine.liveValueChanged(key, oldEncodedSize: oldEncodedSize, storageDate: now)
+        }
+        if modifiesKey { signalModified(key) }
     }
 
     /// The engine of this cache, for a change.
@@ -298,6 +321,8 @@ struct Keyspace {
         engine.clear()
         server.persistence.record(.clear(cache: cache.name))
         server.trackingFlushed(cache)
+        // XREADGROUP clients blocked on a stream that went are answered.
+        server.signalAllBlockedKeysAsReady(in: cache.name)
     }
 
     /// Exchanges the contents of this cache and `other` (SWAPDB), at once:
@@ -438,7 +463,8 @@ struct Keyspace {
         if !replace, try target.exists(destination) { return false }
         entry.key = destination
         if case .live(let value) = entry.row.value {
-            entry.row.value = .live(value.copy())
+            // A stream copies as Redis's streamDup does (listpacks allocated to fit).
+            entry.row.value = .live((value as? StreamValue)?.duplicate() ?? value.copy())
             if target.cache === cache {
                 try storeStored(entry)
                 server.persistence.noteLiveChange()

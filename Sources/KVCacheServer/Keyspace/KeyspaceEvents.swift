@@ -168,6 +168,15 @@ extension Server {
         }
     }
 
+    /// An event the running command names itself (the stream commands'
+    /// `xadd`, `xtrim`, `xgroup-create`, …), published when it ends, after
+    /// the events of the changes before it.
+    func notifyKeyspaceEvent(_ type: NotifyFlags, _ name: String, _ key: [UInt8], in cache: OpenCache) {
+        guard wantsKeyspaceEvents else { return }
+        let event = KeyspaceEvent(type: type, name: name, key: key, cache: cache)
+        if eventSource == nil { publishKeyspaceEvent(event) } else { pendingKeyspaceEvents.append(event) }
+    }
+
     /// A command's event for a stored value, by Redis's names (t_string.c,
     /// t_list.c, …), with its class.
     static func storeEvent(_ name: String, _ key: [UInt8], _ args: Arguments) -> (NotifyFlags, String)? {

@@ -61,8 +61,9 @@ final class Persistence {
     private(set) var transactionDepth = 0
     /// The running command changed a live value in place: it is logged as itself.
     private var commandLive = false
-    /// What the running command is logged as instead of its arguments (SPOP as SREM).
-    private(set) var commandRewrite: [[UInt8]]?
+    /// What the running command is logged as instead of its arguments
+    /// (SPOP as SREM; XREADGROUP as the XCLAIMs of what it delivered).
+    private(set) var commandRewrite: [[[UInt8]]]?
 
     /// Where a command's ops start in the record being built (a command
     /// inside EXEC nests in the EXEC's).
@@ -70,10 +71,12 @@ final class Persistence {
         let opsStart: Int
         let opCountStart: Int
         let live: Bool
-        let rewrite: [[UInt8]]?
+        let rewrite: [[[UInt8]]]?
     }
     /// Set while replaying the log: nothing is recorded.
     private(set) var replaying = false
+    /// The stamp of the record being built, once `recordNow` fixed it.
+    private var recordTime: Int64?
 
     // Seals and the writer.
     private var inFlight: (job: WriterJob, parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)],
@@ -214,7 +217,14 @@ final class Persistence {
     /// whose result is random, such as SPOP, logged as the SREM it did).
     func logCommand(as args: [[UInt8]]) {
         guard !replaying else { return }
-        commandRewrite = args
+        commandRewrite = [args]
+    }
+
+    /// The running command is logged as the commands `commands`, in order
+    /// (none: nothing), as Redis propagates XREADGROUP as XCLAIMs.
+    func logCommands(as commands: [[[UInt8]]]) {
+        guard !replaying else { return }
+        commandRewrite = commands
     }
 
     /// Starts a MULTI/EXEC: the commands' changes become one record.
@@ -241,9 +251,11 @@ final class Persistence {
         if commandLive && log != nil && !replaying {
             recordOps.removeSubrange(mark.opsStart...)
             recordOpCount = mark.opCountStart
-            LogOp.command(cache: cache, args: commandRewrite ?? args.copies).encode(into: &recordOps)
-            recordOpCount += 1
-            noteCache(cache)
+            for command in commandRewrite ?? [args.copies] {
+                LogOp.command(cache: cache, args: command).encode(into: &recordOps)
+                recordOpCount += 1
+                noteCache(cache)
+            }
         }
         return transactionDepth > 0 ? nil : appendRecord()
     }
@@ -262,6 +274,8 @@ final class Persistence {
 
     /// Appends the ops recorded so far as one record.
     private func appendRecord() -> UInt64? {
+        let fixed = recordTime
+        recordTime = nil
         guard recordOpCount > 0, let log else { return nil }
         defer {
             recordOps.removeAll(keepingCapacity: recordOps.capacity <= 1 << 20)
@@ -271,7 +285,19 @@ final class Persistence {
         }
         guard everyChangeLogged || recordSpansCaches else { return nil }
         // Stamped with the command's time (the clock it judged its keys by).
-        return log.append(time: Server.keyTime(), opCount: recordOpCount, encodedOps: recordOps)
+        return log.append(time: fixed ?? Server.keyTime(), opCount: recordOpCount, encodedOps: recordOps)
+    }
+
+    /// Now, as the record being built will be stamped: the first call in a
+    /// record fixes the time (and the record's stamp), so a replay, which
+    /// runs at its record's time, reads the same clock. For the times a
+    /// command keeps without logging them (a stream consumer's seen time).
+    func recordNow() -> Int64 {
+        if replaying { return Server.nowMilliseconds() }
+        if let recordTime { return recordTime }
+        let now = Server.keyTime()
+        recordTime = now
+        return now
     }
 
     /// Why writes are refused now, if they are: the log cannot be written.

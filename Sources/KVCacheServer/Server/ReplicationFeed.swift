@@ -128,6 +128,11 @@ extension Server {
     /// arguments (Redis's rewriteClientCommandVector; several ops for
     /// alsoPropagate). A no-op when no feed is attached.
     func propagateAs(_ ops: [[UInt8]]...) {
+        propagateAs(commands: ops)
+    }
+
+    /// The same with the ops as an array (none: the command propagates nothing).
+    func propagateAs(commands ops: [[[UInt8]]]) {
         guard replicationFeeding else { return }
         replication.rewrite = ops
     }
@@ -146,7 +151,7 @@ extension Server {
         defer { replication.rewrite = mark.rewrite }
         guard replicationFeeding, persistence.changes > mark.changes,
               !ReplicationFeed.propagatesEffectsOnly.contains(command.name) else { return }
-        let ops = replication.rewrite ?? persistence.commandRewrite.map { [$0] } ?? [args.copies]
+        let ops = replication.rewrite ?? persistence.commandRewrite ?? [args.copies]
         for op in ops { replication.pending.append((mark.db, op)) }
     }
 

@@ -24,6 +24,11 @@ final class BlockState {
     var retrying = false
     /// Set by that run when it found nothing to take (the client waits on).
     var waitingAgain = false
+    /// XREAD's and XREADGROUP's: the IDs waited past, by key, and the rest.
+    var stream: StreamWait?
+    /// The key readied, while the command runs again for a stream (Redis
+    /// serves a stream client from the one key that woke it).
+    var readyKey: [UInt8]?
 
     init(command: Command, args: [[UInt8]], cache: OpenCache, keys: [[UInt8]], kind: ValueKind, deadline: Int64?, since: Int64) {
         self.command = command
@@ -39,14 +44,17 @@ final class BlockState {
 /// Blocking commands (Redis's blocked.c and its handleClientsBlockedOnKeys):
 /// a client whose keys are all empty is parked in a registry by (cache,
 /// key), first come first served, and the loop goes on serving others.
-/// Any change that stores a list or a sorted set under a key someone waits
-/// on (a push by any client, EXEC, RENAME, MOVE, RESTORE, SORT … STORE, a
-/// SWAPDB bringing the key in) readies the key; once the command that did
+/// Any change to a key someone waits on (a push by any client, XADD, EXEC,
+/// RENAME, MOVE, RESTORE, SORT … STORE, a delete, FLUSHDB, a SWAPDB
+/// bringing the key in or out) readies the key; once the command that did
 /// it ends (at the top level: after a whole EXEC), each readied key's
-/// clients run their command again, in order, while the key holds
-/// something. A served command is logged as its non-blocking form (BLPOP as
-/// LPOP). Timeouts are kept in a heap and fired by the loop, which never
-/// sleeps past the nearest one.
+/// clients run their command again, in order: a list or sorted set client
+/// while the key holds something; a stream client (XREAD, XREADGROUP) is
+/// served from that key when it has entries past the ID it waits for, and
+/// an XREADGROUP client gets an error when its stream or group went. A
+/// served command is logged as its non-blocking form (BLPOP as LPOP,
+/// XREADGROUP as XCLAIMs). Timeouts are kept in a heap and fired by the
+/// loop, which never sleeps past the nearest one.
 extension Server {
     /// Parks `connection` until one of `state`'s keys is readied, its
     /// deadline passes, or CLIENT UNBLOCK.
@@ -108,8 +116,17 @@ extension Server {
                 guard let waiting = blockedByKey[id], let cache = registry.open[id.cache] else { continue }
                 let keyspace = Keyspace(server: self, cache: cache)
                 for client in waiting where client.blocked != nil && !client.closed {
-                    guard let state = client.blocked,
-                          let entry = try? keyspace.lookupStored(id.key, read: false), entry.row.kind == state.kind else { break }
+                    guard let state = client.blocked else { continue }
+                    if state.kind == .stream {
+                        // The command decides: served, an error, or waiting on.
+                        state.readyKey = id.key
+                        retryBlocked(client)
+                        state.readyKey = nil
+                        continue
+                    }
+                    guard let entry = try? keyspace.lookupStored(id.key, read: false), entry.row.kind == state.kind else {
+                        continue
+                    }
                     retryBlocked(client)
                 }
             }
@@ -246,7 +263,7 @@ extension CommandContext {
     /// holds a `kind`), or, when it may not block, replies as a timeout at
     /// once (`nullArray` false: a null bulk, as BLMOVE does). When the
     /// command runs again for a blocked client, it waits on.
-    func block(on keys: [[UInt8]], kind: ValueKind, deadline: Int64?, nullArray: Bool = true) {
+    func block(on keys: [[UInt8]], kind: ValueKind, deadline: Int64?, nullArray: Bool = true, stream: StreamWait? = nil) {
         if let state = connection.blocked, state.retrying {
             state.waitingAgain = true
             return
@@ -257,8 +274,10 @@ extension CommandContext {
         }
         var distinct: [[UInt8]] = []
         for key in keys where !distinct.contains(key) { distinct.append(key) }
-        server.block(connection, BlockState(command: command, args: args.copies, cache: cache, keys: distinct, kind: kind,
-                                            deadline: deadline, since: Server.nowMilliseconds()))
+        let state = BlockState(command: command, args: args.copies, cache: cache, keys: distinct, kind: kind,
+                               deadline: deadline, since: Server.nowMilliseconds())
+        state.stream = stream
+        server.block(connection, state)
     }
 }
 

@@ -145,7 +145,7 @@ extension Server {
 
     /// Subcommands of Redis's container commands that Redis flags `denyoom`
     /// (their container is not).
-    static let denyOOMSubcommands: Set<String> = ["function|load", "function|restore"]
+    static let denyOOMSubcommands: Set<String> = ["function|load", "function|restore", "xgroup|create"]
 
     /// Whether a call is Redis's `denyoom`: its command's flag, or its
     /// subcommand's (FUNCTION LOAD and RESTORE; the FUNCTION container is not).

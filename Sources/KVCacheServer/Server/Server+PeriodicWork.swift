@@ -14,6 +14,7 @@ extension Server {
     /// mass expiry never stalls the loop; more left means poll again at once.
     func sweepExpired() {
         guard activeExpire, pauseType == .off else { return }
+        defer { serveKeysReadiedInTheBackground() }
         let started = Self.monotonicMicroseconds()
         // The sweep's time is LATENCY's expire-cycle, as Redis's activeExpireCycle.
         defer { latency.addIfNeeded("expire-cycle", milliseconds: (Self.monotonicMicroseconds() - started) / 1000) }
@@ -38,6 +39,15 @@ extension Server {
         }
     }
 
+    /// Serves the clients blocked on keys the sweep or background eviction
+    /// removed (an XREADGROUP on a stream that expired gets its error), as
+    /// a command's end does for the keys it readied.
+    func serveKeysReadiedInTheBackground() {
+        guard commandDepth == 0, !readyKeys.isEmpty, !persistence.replaying else { return }
+        serveReadyKeys()
+        if replicationFeeding { flushPropagation() }
+    }
+
     /// Evicts a bounded batch from each cache over its capacity (after a
     /// capacity cut, a swap, or a file opened with a smaller capacity).
     func continueEviction() {
@@ -45,6 +55,7 @@ extension Server {
         var started: Int?
         // The steps' time is LATENCY's eviction-cycle, as Redis's performEvictions.
         defer {
+            serveKeysReadiedInTheBackground()
             if let started {
                 latency.addIfNeeded("eviction-cycle", milliseconds: (Self.monotonicMicroseconds() - started) / 1000)
             }

@@ -228,9 +228,12 @@ public final class Server {
             switch event {
             case .expired(let key):
                 keyChanged(.expired, key, in: cache)
+                // An XREADGROUP client blocked on an expired stream is answered.
+                if blockedCount > 0 { signalKeyAsReady(cache.name, key) }
                 if replicationFeeding { propagateDeletion(key, in: cache, lazy: config.lazyFree["lazyfree-lazy-expire"] ?? false) }
             case .evicted(let key):
                 keyChanged(.evicted, key, in: cache)
+                if blockedCount > 0 { signalKeyAsReady(cache.name, key) }
                 if replicationFeeding { propagateDeletion(key, in: cache, lazy: config.lazyFree["lazyfree-lazy-eviction"] ?? false) }
             default: break
             }

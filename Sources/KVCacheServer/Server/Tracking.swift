@@ -86,8 +86,19 @@ extension Server {
     /// the keys it read (Redis's trackingRememberKeys), unless OPTIN without
     /// CACHING yes, or OPTOUT with CACHING no.
     func trackingRememberKeys(_ c: Connection, _ command: Command, _ args: Arguments) {
-        guard let t = c.tracking, !t.bcast, command.firstKey > 0, !command.flags.contains("pubsub") else { return }
+        guard let t = c.tracking, !t.bcast, !command.flags.contains("pubsub") else { return }
         if (t.optin && !t.caching) || (t.optout && t.caching) { return }
+        if command.name == "xread" {
+            // Its keys follow STREAMS: Redis's key specs place them.
+            var keys: [[UInt8]] = []
+            command.aclEntry.keys.forEachKey(args) { index, _ in
+                keys.append(args.bytes(index))
+                return true
+            }
+            trackingRemember(c, keys: keys)
+            return
+        }
+        guard command.firstKey > 0 else { return }
         let last = command.lastKey < 0 ? args.count + command.lastKey : command.lastKey
         guard last < args.count else { return }
         let cache = ObjectIdentifier(c.cache)

@@ -8,16 +8,18 @@ import SQLiteKVCache
 // DUMP writes strings exactly as Redis 7.0 does (integers in 8, 16 or 32
 // bits, strings over 20 bytes LZF-compressed when that helps), and
 // collections in the plain RDB encodings every Redis since 2.x loads:
-// RDB_TYPE_LIST, RDB_TYPE_SET, RDB_TYPE_HASH and RDB_TYPE_ZSET_2. RESTORE
-// reads those and the compact ones Redis 7.0 writes: quicklists of
-// listpacks, intsets, and hashes and sorted sets as listpacks.
+// RDB_TYPE_LIST, RDB_TYPE_SET, RDB_TYPE_HASH and RDB_TYPE_ZSET_2; streams
+// as Redis 7.0 writes them (RDB+Stream.swift). RESTORE reads those and the
+// compact ones Redis 7.0 writes: quicklists of listpacks, intsets, and
+// hashes and sorted sets as listpacks.
 
 enum RDB {
     static let version: UInt16 = 10
 
     enum ObjectType: UInt8 {
         case string = 0, list = 1, set = 2, zset = 3, hash = 4, zset2 = 5
-        case setIntset = 11, hashListpack = 16, zsetListpack = 17, listQuicklist2 = 18
+        case setIntset = 11, streamListpacks = 15, hashListpack = 16, zsetListpack = 17, listQuicklist2 = 18
+        case streamListpacks2 = 19
     }
 
     struct BadFormat: Error {}
@@ -70,6 +72,9 @@ enum RDB {
                 withUnsafeBytes(of: score.bitPattern.littleEndian) { out.append(contentsOf: $0) }
                 return true
             }
+        case let stream as StreamValue:
+            out.append(ObjectType.streamListpacks2.rawValue)
+            appendStream(stream, to: &out)
         default:
             throw ReplyError.corruptValue
         }
@@ -160,6 +165,8 @@ enum RDB {
             }
             zset.settleEncoding(limits: limits)
             return (.zset, zset.encoded())
+        case .streamListpacks, .streamListpacks2:
+            return (.stream, try loadStream(&reader, type: type.rawValue).encoded())
         }
     }
 
@@ -338,73 +345,6 @@ struct RDBReader {
             guard let value = parseScore(try take(Int(n))) else { throw RDB.BadFormat() }
             return value
         }
-    }
-}
-
-/// Redis's listpack, read only: the elements of a listpack blob.
-enum Listpack {
-    static func elements(_ blob: [UInt8]) throws(RDB.BadFormat) -> [[UInt8]] {
-        guard blob.count >= 7 else { throw RDB.BadFormat() }
-        let total = Int(blob[0]) | Int(blob[1]) << 8 | Int(blob[2]) << 16 | Int(blob[3]) << 24
-        guard total == blob.count, blob[blob.count - 1] == 0xff else { throw RDB.BadFormat() }
-        var i = 6
-        var result: [[UInt8]] = []
-        func need(_ n: Int) throws(RDB.BadFormat) { guard n >= 0, i + n <= blob.count - 1 else { throw RDB.BadFormat() } }
-        func signed(_ at: Int, _ width: Int) -> Int64 {
-            var raw: UInt64 = 0
-            for b in 0..<width { raw |= UInt64(blob[at + b]) << (8 * UInt64(b)) }
-            let shift = UInt64(64 - 8 * width)
-            return Int64(bitPattern: raw << shift) >> Int64(shift)
-        }
-        while blob[i] != 0xff {
-            let b = blob[i]
-            var entryLength: Int
-            var element: [UInt8]
-            if b & 0x80 == 0 {
-                entryLength = 1
-                element = Array(String(b & 0x7f).utf8)
-            } else if b & 0xc0 == 0x80 {
-                let n = Int(b & 0x3f)
-                try need(1 + n)
-                entryLength = 1 + n
-                element = Array(blob[(i + 1)..<(i + 1 + n)])
-            } else if b & 0xe0 == 0xc0 {
-                try need(2)
-                entryLength = 2
-                var value = Int64(Int(b & 0x1f) << 8 | Int(blob[i + 1]))
-                if value >= 1 << 12 { value -= 1 << 13 }
-                element = Array(String(value).utf8)
-            } else if b & 0xf0 == 0xe0 {
-                try need(2)
-                let n = Int(b & 0x0f) << 8 | Int(blob[i + 1])
-                try need(2 + n)
-                entryLength = 2 + n
-                element = Array(blob[(i + 2)..<(i + 2 + n)])
-            } else {
-                switch b {
-                case 0xf0:
-                    try need(5)
-                    let n = Int(blob[i + 1]) | Int(blob[i + 2]) << 8 | Int(blob[i + 3]) << 16 | Int(blob[i + 4]) << 24
-                    try need(5 + n)
-                    entryLength = 5 + n
-                    element = Array(blob[(i + 5)..<(i + 5 + n)])
-                case 0xf1, 0xf2, 0xf3, 0xf4:
-                    let width = [0xf1: 2, 0xf2: 3, 0xf3: 4, 0xf4: 8][Int(b)]!
-                    try need(1 + width)
-                    entryLength = 1 + width
-                    element = Array(String(signed(i + 1, width)).utf8)
-                default:
-                    throw RDB.BadFormat()
-                }
-            }
-            let backlen = entryLength < 128 ? 1 : entryLength < 16384 ? 2 : entryLength < 2_097_152 ? 3
-                : entryLength < 268_435_456 ? 4 : 5
-            try need(entryLength + backlen)
-            i += entryLength + backlen
-            result.append(element)
-        }
-        guard i == blob.count - 1 else { throw RDB.BadFormat() }
-        return result
     }
 }
 

@@ -156,3 +156,32 @@ enum RedisFootprint {
         return Array("\(score)".utf8)
     }
 }
+
+extension RedisFootprint {
+    /// A stream as Redis's objectComputeSize counts one: the object and
+    /// its `stream` struct (80 bytes), its radix tree (16 bytes per key
+    /// and 244 per node, Redis's own estimate), the listpacks' allocations
+    /// (the first `samples` averaged for all but the last, which counts as
+    /// it is), and per group its struct, its pending list's tree and
+    /// NACKs (24 bytes each), per consumer its struct, name and tree.
+    static func stream(_ stream: StreamValue, samples: Int) -> Int {
+        func tree(_ ids: [StreamID]) -> Int { ids.count * 16 + RaxShape.nodeCount(ids) * (4 + 8 * 30) }
+        var size = object + 80 + tree(stream.nodes.map(\.master))
+        let wanted = samples == 0 ? stream.nodes.count : samples
+        let sampled = stream.nodes.prefix(wanted)
+        var listpacks = sampled.reduce(0) { $0 + $1.allocated }
+        if stream.nodes.count <= sampled.count {
+            size += listpacks
+        } else {
+            if !sampled.isEmpty { listpacks /= sampled.count }
+            size += listpacks * (stream.nodes.count - 1) + stream.nodes[stream.nodes.count - 1].allocated
+        }
+        for group in stream.groups.values {
+            size += 40 + tree(group.pel.ids) + 24 * group.pel.count
+            for consumer in group.consumers.values {
+                size += 24 + consumer.name.count + tree(consumer.pending.ids)
+            }
+        }
+        return size
+    }
+}

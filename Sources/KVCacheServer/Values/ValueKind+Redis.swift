@@ -8,6 +8,9 @@ struct EncodingLimits: Sendable, Equatable {
     var hashMaxListpackValue = 64
     var zsetMaxListpackEntries = 128
     var zsetMaxListpackValue = 64
+    /// A stream's nodes: the most bytes and entries one listpack holds (0: no bound).
+    var streamNodeMaxBytes = 4096
+    var streamNodeMaxEntries = 100
 }
 
 /// Redis's name for a kind, as TYPE answers.
@@ -19,6 +22,7 @@ extension ValueKind {
         case .set: return "set"
         case .hash: return "hash"
         case .zset: return "zset"
+        case .stream: return "stream"
         }
     }
 
@@ -35,6 +39,8 @@ func encodingName(of entry: StoredEntry) -> String {
         return stringEncodingName(value.bytes)
     case (.list, _):
         return "quicklist"
+    case (.stream, _):
+        return "stream"
     case (_, .live(let value)):
         switch value {
         case let set as SetValue: return set.encodingName
@@ -71,5 +77,6 @@ func collectionValue(of entry: StoredEntry) throws(ReplyError) -> LiveValue? {
     case .set: return try SetValue(decoding: bytes)
     case .hash: return try HashValue(decoding: bytes)
     case .zset: return try ZSetValue(decoding: bytes)
+    case .stream: return try StreamValue(decoding: bytes)
     }
 }
