@@ -99,6 +99,55 @@ struct WriterTests {
         #expect(try value(reopened, "a") == "1" && value(reopened, "b") == "2")
     }
 
+    @Test func batchesSealedWhileOthersAreInFlightApplyInOrder() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        writer.setPaused(true)
+        for i in 0..<100 { try e.put(entry("k\(i)", "first")) }
+        let first = try #require(e.seal(lsn: 1))
+        writer.submit(WriterJob(lsn: 1, batches: [first]))
+        for i in 50..<150 { try e.put(entry("k\(i)", "second")) }
+        #expect(try e.delete(bytes("k0")))
+        let second = try #require(e.seal(lsn: 2))
+        writer.submit(WriterJob(lsn: 2, batches: [second]))
+        #expect(e.batchesInFlight == 2)
+        #expect(try value(e, "k60") == "second" && value(e, "k0") == nil && e.count == 149)
+        writer.setPaused(false)
+        writer.waitUntilIdle()
+        for job in writer.takeFinished() { e.complete(job.batches[0], onFailure: .retry) }
+        #expect(e.batchesInFlight == 0 && e.appliedLSN == 2 && e.unappliedBytes == 0)
+        #expect(try value(e, "k10") == "first" && value(e, "k60") == "second" && value(e, "k0") == nil)
+        e.close()
+        let reopened = try engine(tier: 0)
+        #expect(reopened.count == 149 && reopened.appliedLSN == 2)
+        #expect(try value(reopened, "k149") == "second" && value(reopened, "k49") == "first")
+    }
+
+    @Test func aBatchSealedBehindAFailedOneIsNotApplied() throws {
+        let e = try engine()
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        try e.put(entry("a", "1"))
+        let first = try #require(e.seal(lsn: 1))
+        try e.put(entry("b", "2"))
+        let second = try #require(e.seal(lsn: 2))
+        // The first fails as the writer would record it; the second, sealed
+        // before the owner saw that, must not reach the file with position 2.
+        first.error = .writeFailed(sqliteCode: 13)
+        first.file.lastFailedBatch = (first.id, .writeFailed(sqliteCode: 13))
+        second.apply()
+        #expect(second.error == .writeFailed(sqliteCode: 13))
+        e.complete(first, onFailure: .retry)
+        e.complete(second, onFailure: .retry)
+        #expect(e.appliedLSN == 0)
+        flush(e, writer, lsn: 3)
+        #expect(e.lastFailure == nil && e.appliedLSN == 3)
+        e.close()
+        let reopened = try engine(tier: 0)
+        #expect(try value(reopened, "a") == "1" && value(reopened, "b") == "2")
+    }
+
     @Test func capacityHoldsWithChangesInMemoryAndInTheFile() throws {
         let e = try engine(capacity: 100)
         let writer = BatchWriter(onFinished: {})

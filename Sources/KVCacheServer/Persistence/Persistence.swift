@@ -79,8 +79,16 @@ final class Persistence {
     private var recordTime: Int64?
 
     // Seals and the writer.
-    private var inFlight: (job: WriterJob, parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)],
-                           exchanging: Bool)?
+    private struct InFlightJob {
+        let job: WriterJob
+        let parts: [(cache: OpenCache, engine: CacheEngine, batch: CacheBatch)]
+        let exchanging: Bool
+        let changesAtSeal: Int
+        let bytes: Int
+    }
+    /// The jobs with the writer, oldest first.
+    private var inFlightJobs: [InFlightJob] = []
+    private var inFlight: InFlightJob? { inFlightJobs.first }
     private var lastSeal: Int64 = 0
     /// A seal was asked for (SAVE, BGSAVE, BGREWRITEAOF, a full memtable).
     private var sealRequested = false
@@ -116,6 +124,21 @@ final class Persistence {
     /// A seal also happens once this many bytes of changes wait (a bound
     /// on how large one transaction of the writer gets).
     static let sealBytes = 64 << 20
+    /// Jobs the writer may hold at once. While it is behind, a job is
+    /// sealed every `sealInterval` beside those in flight, so each carries
+    /// about a second of changes and room comes back a job at a time (one
+    /// job sealed after a long one carried everything that waited, and
+    /// writes waiting for room timed out behind it during a sustained ingest).
+    static let maxJobsInFlight = 64
+    /// While jobs are in flight, a job is also sealed as soon as this much
+    /// has changed since the last seal, so a job is about a second of the
+    /// writer's work (a job of a second of arrivals took the writer several
+    /// at five million keys).
+    static let sealBytesWhileBehind = 16 << 20
+    /// Bytes of the jobs in flight (the memtable's bytes when each was
+    /// sealed, less those of the jobs before it): what the memtable holds
+    /// beyond them is not sealed yet.
+    private var sealedBytes: Int { inFlightJobs.reduce(0) { $0 + $1.bytes } }
 
     init(server: Server, config: ServerConfig) throws {
         self.server = server
@@ -357,12 +380,27 @@ final class Persistence {
             lastSyncRequest = now
             log.requestSync()
         }
-        guard inFlight == nil, !loading else { return }
-        let waiting = unappliedBytes
-        if sealRequested || exchangesPending || waiting >= Self.sealBytes
-            || (now - lastSeal >= Self.sealInterval && (waiting > 0 || pendingClearsOrChanges)) {
+        guard !loading else { return }
+        if inFlightJobs.isEmpty {
+            let waiting = unappliedBytes
+            if sealRequested || exchangesPending || waiting >= Self.sealBytes
+                || (now - lastSeal >= Self.sealInterval && (waiting > 0 || pendingClearsOrChanges)) {
+                seal(now: now)
+            }
+        } else if mayPipeline
+                    && (now - lastSeal >= Self.sealInterval || unappliedBytes - sealedBytes >= Self.sealBytesWhileBehind)
+                    && server.registry.open.values.contains(where: { ($0.engine?.changedCount ?? 0) > 0 }) {
             seal(now: now)
         }
+    }
+
+    /// Whether a job may be sealed while others are in flight: not past
+    /// `maxJobsInFlight`, not around an exchange of files (SWAPDB: the
+    /// files must be idle), and not while a replay's blind writes await
+    /// their totals' correction (a batch's totals are those at its seal).
+    private var mayPipeline: Bool {
+        inFlightJobs.count < Self.maxJobsInFlight && !exchangesPending && !inFlightJobs.contains(where: \.exchanging)
+            && !server.registry.open.values.contains(where: { $0.engine?.totalsPending ?? false })
     }
     private var lastSyncRequest: Int64 = 0
 
@@ -377,7 +415,7 @@ final class Persistence {
     /// - Returns: whether a job was submitted.
     @discardableResult
     func seal(now: Int64 = Server.nowMilliseconds()) -> Bool {
-        guard inFlight == nil else { return false }
+        guard inFlightJobs.isEmpty || mayPipeline else { return false }
         lastSeal = now
         let asked = sealRequested
         sealRequested = false
@@ -401,14 +439,19 @@ final class Persistence {
         exchangesPending = false
         changesAtSeal = changes
         guard !parts.isEmpty || !exchanging.isEmpty else {
-            // Nothing waits in memory: every record so far is in the files.
-            log?.retire(upTo: lsn)
-            changesSinceLastSave = 0
-            if asked { recordSave(now: now) }
+            if inFlightJobs.isEmpty {
+                // Nothing waits in memory: every record so far is in the files.
+                log?.retire(upTo: lsn)
+                changesSinceLastSave = 0
+                if asked { recordSave(now: now) }
+            } else if asked {
+                sealRequested = true  // answered when the jobs in flight are done
+            }
             return false
         }
         let job = WriterJob(lsn: lsn, batches: parts.map(\.batch), truncatingWALOf: exchanging)
-        inFlight = (job, parts, !exchanging.isEmpty)
+        inFlightJobs.append(InFlightJob(job: job, parts: parts, exchanging: !exchanging.isEmpty, changesAtSeal: changes,
+                                        bytes: max(0, unappliedBytes - sealedBytes)))
         writer.submit(job)
         return true
     }
@@ -441,6 +484,7 @@ final class Persistence {
     func collectFinished() {
         for job in writer.takeFinished() {
             guard let current = inFlight, current.job === job else { continue }
+            inFlightJobs.removeFirst()
             let started = Server.monotonicMicroseconds()
             defer {
                 let micros = Server.monotonicMicroseconds() - started
@@ -449,7 +493,6 @@ final class Persistence {
                         + "took \(micros / 1000) ms")
                 }
             }
-            inFlight = nil
             server.recordWriterLatency(job)
             lastJobSeconds = job.finished.map { $0.timeIntervalSince(job.submitted) } ?? 0
             var failed = false
@@ -473,7 +516,7 @@ final class Persistence {
                 continue
             }
             recordSave(now: Server.nowMilliseconds())
-            changesSinceLastSave = changes - changesAtSeal
+            changesSinceLastSave = changes - current.changesAtSeal
             let everyCacheCaughtUp = !server.registry.open.values.contains { $0.engine?.lastFailure != nil }
             if everyCacheCaughtUp { log?.retire(upTo: job.lsn) }
         }
@@ -587,7 +630,7 @@ final class Persistence {
             "memtable_bytes:\(unapplied)",
             "memtable_max_bytes:\(server.config.memtableMaxBytes)",
             "memtable_used_perc:\(String(format: "%.2f", Double(unapplied) * 100 / Double(max(1, server.config.memtableMaxBytes))))",
-            "writer_jobs_in_flight:\(inFlight == nil ? 0 : 1)",
+            "writer_jobs_in_flight:\(inFlightJobs.count)",
             "writer_batches_applied:\(writer.progress.batches)",
             "writer_busy_seconds:\(String(format: "%.3f", writer.progress.seconds))",
             "writer_failed_jobs:\(failedJobs)",

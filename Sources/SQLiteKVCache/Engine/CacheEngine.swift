@@ -47,8 +47,18 @@ public final class CacheEngine {
     /// The batch carrying the latest clear (0: none in flight).
     private var clearInFlight: UInt64 = 0
     private var nextBatchID: UInt64 = 1
-    /// The batch the writer holds.
-    public private(set) var inFlight: CacheBatch?
+    /// The batches the writer holds, oldest first: a new one may be sealed
+    /// while others are in flight (each carries every change since the one
+    /// before it), and they complete in order.
+    private var inFlightBatches: [CacheBatch] = []
+    /// The oldest batch the writer holds.
+    public var inFlight: CacheBatch? { inFlightBatches.first }
+    /// How many batches the writer holds.
+    public var batchesInFlight: Int { inFlightBatches.count }
+    /// The newest batch that failed, as the owner has seen it: a batch
+    /// sealed before the owner saw a failure is not applied after it (its
+    /// file's position would claim the failed batch's changes).
+    private var lastFailedBatch: UInt64 = 0
 
     var eviction = EvictionWalk()
     var expiry = ExpiryWalk()
@@ -564,19 +574,19 @@ public final class CacheEngine {
     /// Hands every change since the last seal to a new batch for log
     /// position `lsn`, or returns nil when nothing changed.
     public func seal(lsn: UInt64) -> CacheBatch? {
-        precondition(inFlight == nil, "seal() while a batch is in flight")
         buildFileKeysIfWanted()
         guard !table.changed.isEmpty || clearPending || needsRecencyIndex else { return nil }
         let id = nextBatchID
         nextBatchID += 1
         let batch = CacheBatch(file: file, id: id, lsn: lsn, clear: clearPending, writes: table.seal(id), totals: totals)
         batch.createRecencyIndex = needsRecencyIndex
+        batch.failuresSeen = lastFailedBatch
         needsRecencyIndex = false
         if clearPending {
             clearInFlight = id
             clearPending = false
         }
-        inFlight = batch
+        inFlightBatches.append(batch)
         return batch
     }
 
@@ -590,10 +600,11 @@ public final class CacheEngine {
 
     /// Takes back the batch in flight once applied (or failed).
     public func complete(_ batch: CacheBatch, onFailure: FailureHandling) {
-        precondition(inFlight === batch, "complete() of a batch not in flight")
-        inFlight = nil
+        precondition(inFlightBatches.first === batch, "complete() of a batch not the oldest in flight")
+        inFlightBatches.removeFirst()
         if let error = batch.error {
             lastFailure = error
+            lastFailedBatch = max(lastFailedBatch, batch.id)
             if batch.createRecencyIndex { needsRecencyIndex = true }
             switch onFailure {
             case .retry:

@@ -75,6 +75,10 @@ public final class CacheBatch: @unchecked Sendable {
     /// What the writer found the totals got wrong (rows of blind writes that
     /// the file held); the owner adds it to its totals at completion.
     public internal(set) var correction = TotalsCorrection()
+    /// The newest failed batch of this file the owner had seen when it
+    /// sealed this one: a later failure means this batch was sealed on top
+    /// of changes the file does not have, and it is not applied.
+    var failuresSeen: UInt64 = 0
 
     init(file: CacheFile, id: UInt64, lsn: UInt64, clear: Bool, writes: [BatchWrite], totals: Totals) {
         self.file = file
@@ -90,10 +94,17 @@ extension CacheBatch {
     /// Applies the batch to its file (on the thread that owns the file's
     /// writer connection), recording a failure in `error`.
     public func apply() {
+        if let (failedID, failure) = file.lastFailedBatch, failedID > failuresSeen {
+            // Sealed behind a batch that failed: its log position would
+            // claim that batch's changes. It fails too; both are retried.
+            error = failure
+            return
+        }
         do throws(SQLiteKVCache.Error) {
             try file.apply(self)
         } catch {
             self.error = error
+            file.lastFailedBatch = (id, error)
         }
     }
 }

@@ -29,6 +29,8 @@ final class CacheFile: @unchecked Sendable {
     private(set) var fileID: UInt64 = 0
     /// What the file holds as of its last commit: totals and log position.
     var stored = StoredState()
+    /// The last batch that failed here, and why (the applying thread's own).
+    var lastFailedBatch: (id: UInt64, error: SQLiteKVCache.Error)?
 
     /// What the stats row says.
     struct StoredState: Sendable, Equatable {
