@@ -364,6 +364,7 @@ this file alone; each section says the command and commit it came from.
 | `bench/collection_writes.py` | `python3 bench/collection_writes.py` (~5-10 min) | RPUSH+LPOP, ZADD, HSET on 1K- and 100K-element values, beside Redis |
 | `bench/expiry_sweep.py` | `python3 bench/expiry_sweep.py` | the older one-server mass-expiry check (latency.py supersedes it) |
 | `bench/ab.sh` | `bench/ab.sh OLD NEW 5` | one change: two binaries, alternating rounds, medians |
+| `bench/cpu_ab.sh` | `bench/cpu_ab.sh 5 OLD NEW -- -t set -P 16 -r 10000` | one change: the server's CPU microseconds per request (all threads), alternating rounds, medians; steadier than requests/s on a busy machine |
 """
 
 

@@ -20,15 +20,6 @@ struct KeyFilterTests {
                                                kind: .string, metadata: [], value: .bytes(bytes(value))))
     }
 
-    func flush(_ engine: CacheEngine, _ writer: BatchWriter, lsn: UInt64) {
-        guard let batch = engine.seal(lsn: lsn) else { return }
-        writer.submit(WriterJob(lsn: lsn, batches: [batch]))
-        writer.waitUntilIdle()
-        for job in writer.takeFinished() {
-            for batch in job.batches { engine.complete(batch, onFailure: .retry) }
-        }
-    }
-
     @Test func insertedDigestsAreAlwaysFoundAndOthersRarely() {
         let filter = KeyFilter(capacity: 100_000)
         for i in 0..<100_000 { filter.insert(hasher.digest(bytes("in:\(i)"))) }

@@ -19,6 +19,16 @@ final class TemporaryDirectory {
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
+/// Seals `engine` at `lsn`, applies the batch on `writer` and completes it.
+func flush(_ engine: CacheEngine, _ writer: BatchWriter, lsn: UInt64) {
+    guard let batch = engine.seal(lsn: lsn) else { return }
+    writer.submit(WriterJob(lsn: lsn, batches: [batch]))
+    writer.waitUntilIdle()
+    for job in writer.takeFinished() {
+        for batch in job.batches { engine.complete(batch, onFailure: .retry) }
+    }
+}
+
 /// A second, raw SQLite connection to a cache file, for checks from outside the engine.
 final class RawDatabase {
     private var db: OpaquePointer?

@@ -24,16 +24,6 @@ struct WriterTests {
         try engine.get(bytes(key)).map { String(decoding: $0.row.value.bytes, as: UTF8.self) }
     }
 
-    /// Seals `engine` at `lsn`, applies the batch on `writer` and completes it.
-    func flush(_ engine: CacheEngine, _ writer: BatchWriter, lsn: UInt64) {
-        guard let batch = engine.seal(lsn: lsn) else { return }
-        writer.submit(WriterJob(lsn: lsn, batches: [batch]))
-        writer.waitUntilIdle()
-        for job in writer.takeFinished() {
-            for batch in job.batches { engine.complete(batch, onFailure: .retry) }
-        }
-    }
-
     @Test func readsSeeTheCurrentStateWhileABatchIsInFlight() throws {
         let e = try engine(tier: 0)  // nothing clean kept: reads of applied keys go to the file
         let writer = BatchWriter(onFinished: {})
