@@ -58,6 +58,22 @@ final class HashValue: LiveValue {
     var memoryCost: Int { bodySize + fields.count * 120 + 64 }
     func copy() -> LiveValue { HashValue(copying: self) }
 
+    /// Shares the field and value arrays and takes the position dictionary,
+    /// which encoding does not read.
+    func thawed() -> LiveValue {
+        let value = HashValue()
+        value.fields = fields
+        value.values = values
+        if positions.count == fields.count {
+            swap(&value.positions, &positions)
+        } else {  // given away already (another entry held this frozen value)
+            value.positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($1, $0) })
+        }
+        value.large = large
+        value.bodySize = bodySize
+        return value
+    }
+
     private static func cost(_ bytes: [UInt8]) -> Int { CollectionCodec.varintSize(bytes.count) + bytes.count }
 
     var count: Int { fields.count }

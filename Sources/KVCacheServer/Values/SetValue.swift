@@ -73,6 +73,22 @@ final class SetValue: LiveValue {
     var memoryCost: Int { large ? bodySize + members.count * 96 + 64 : ints.count * 8 + 64 }
     func copy() -> LiveValue { SetValue(copying: self) }
 
+    /// Shares the member arrays and takes the position dictionary, which
+    /// encoding does not read.
+    func thawed() -> LiveValue {
+        let value = SetValue()
+        value.ints = ints
+        value.members = members
+        if positions.count == members.count {
+            swap(&value.positions, &positions)
+        } else {  // given away already (another entry held this frozen value)
+            value.positions = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1, $0) })
+        }
+        value.large = large
+        value.bodySize = bodySize
+        return value
+    }
+
     private static func cost(_ member: [UInt8]) -> Int { CollectionCodec.varintSize(member.count) + member.count }
     private static func cost(_ value: Int64) -> Int { 1 + decimalLength(value) }
     static func text(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }

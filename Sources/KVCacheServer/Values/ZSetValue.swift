@@ -53,8 +53,10 @@ final class ZSetValue: LiveValue {
         bodySize = other.bodySize
     }
 
+    // encoded(), encodedSize and memoryCost read the tree, never `entries`
+    // or `slots`: a frozen value gives those away (`thawed()`).
     func encoded() -> [UInt8] {
-        var out = CollectionCodec.header(large: large, count: count, capacity: bodySize)
+        var out = CollectionCodec.header(large: large, count: tree.count, capacity: bodySize)
         tree.forEach(fromRank: 0, reverse: false) { member, score in
             CollectionCodec.appendElement(member, to: &out)
             CollectionCodec.appendDouble(score, to: &out)
@@ -63,9 +65,31 @@ final class ZSetValue: LiveValue {
         return out
     }
 
-    var encodedSize: Int { 1 + CollectionCodec.varintSize(count) + bodySize }
-    var memoryCost: Int { bodySize + count * 120 + 128 }
+    var encodedSize: Int { 1 + CollectionCodec.varintSize(tree.count) + bodySize }
+    var memoryCost: Int { bodySize + tree.count * 120 + 128 }
     func copy() -> LiveValue { ZSetValue(copying: self) }
+
+    /// Shares the tree (copied on the first change, without a retain per
+    /// node) and takes the member dictionary and slots: the frozen value
+    /// keeps only what encoding reads.
+    func thawed() -> LiveValue {
+        let value = ZSetValue()
+        value.tree = tree
+        if slots.count == tree.count {
+            swap(&value.entries, &entries)
+            swap(&value.slots, &slots)
+        } else {
+            // Given away already (another entry held this frozen value): rebuilt from the tree.
+            tree.forEach(fromRank: 0, reverse: false) { member, score in
+                value.entries[member] = (score, value.slots.count)
+                value.slots.append(member)
+                return true
+            }
+        }
+        value.large = large
+        value.bodySize = bodySize
+        return value
+    }
 
     private static func cost(_ member: [UInt8]) -> Int {
         CollectionCodec.varintSize(member.count) + member.count + 8

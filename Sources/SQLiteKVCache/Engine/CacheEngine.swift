@@ -480,7 +480,7 @@ public final class CacheEngine {
         let digest = hasher.digest(key)
         var (found, slot) = try current(digest, key: key, counted: false)
         guard var row = found, !row.isExpired(at: nowMilliseconds()), case .live(let value) = row.value else { return nil }
-        let owned = value.isFrozen ? value.copy() : value
+        let owned = value.isFrozen ? value.thawed() : value
         row.value = .live(owned)
         if slot == nil { slot = table.write(digest, key: key, row: row) }
         slot!.row = row
@@ -522,7 +522,7 @@ public final class CacheEngine {
         case .live(let live): value = live
         case .bytes(let bytes): value = try decode(bytes)
         }
-        if forChange && value.isFrozen { value = value.copy() }
+        if forChange && value.isFrozen { value = value.thawed() }
         row.value = .live(value)
         if let slot {
             slot.row = row

@@ -22,6 +22,17 @@ public protocol LiveValue: AnyObject {
     var isFrozen: Bool { get set }
     /// An unfrozen copy the owner may change.
     func copy() -> LiveValue
+    /// An unfrozen value the owner may change, to replace this frozen one
+    /// in its entry. From then on the batch holding this one only asks it
+    /// for `encoded()`, `encodedSize` and `memoryCost`, so a value may move
+    /// what encoding does not read (its indexes) into the new one instead
+    /// of copying it: a dictionary of a million members is a million
+    /// retains to copy. The default is `copy()`.
+    func thawed() -> LiveValue
+}
+
+extension LiveValue {
+    public func thawed() -> LiveValue { copy() }
 }
 
 /// An entry's value: bytes, or a live value in its working form.
