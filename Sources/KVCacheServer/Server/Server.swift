@@ -258,14 +258,25 @@ public final class Server {
     public var listeningAddresses: [String] { listeners.map { $0.address.description + ($0.tls ? " (TLS)" : "") } }
 
     /// The time a replayed command sees: the time its record was written,
-    /// so it decides what had expired as it did then. Loop thread only.
-    nonisolated(unsafe) static var clockOverride: Int64?
+    /// so it decides what had expired as it did then. Per thread (the
+    /// loop's), as `commandTime`.
+    static var clockOverride: Int64? {
+        get { clockOverrideSlot.value }
+        set { clockOverrideSlot.value = newValue }
+    }
+    private static let clockOverrideSlot = ThreadLocalMilliseconds()
 
     /// When the running top-level command started (milliseconds since
     /// 1970), or nil between commands: the time its keys are judged by
     /// (Redis 7.0's cached `mstime` while `fixed_time_expire` is set), so a
-    /// command reads the clock once for every key it touches. Loop thread only.
-    nonisolated(unsafe) static var commandTime: Int64?
+    /// command reads the clock once for every key it touches. Per thread:
+    /// the loop's, so servers side by side in one process (the tests) and
+    /// other threads (the writer) never see another loop's command.
+    static var commandTime: Int64? {
+        get { commandTimeSlot.value }
+        set { commandTimeSlot.value = newValue }
+    }
+    private static let commandTimeSlot = ThreadLocalMilliseconds()
 
     /// The time expiry and access stamps use: a replayed record's time, else
     /// the running command's start, else now.
@@ -445,3 +456,20 @@ public final class Server {
 
 }
 
+/// An optional time in milliseconds kept per thread (a pthread key): the
+/// command clock of the loop running on that thread.
+struct ThreadLocalMilliseconds: @unchecked Sendable {
+    private let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        self.key = key
+    }
+
+    /// The value on the calling thread (a time of 0 reads as nil).
+    var value: Int64? {
+        get { pthread_getspecific(key).map { Int64(Int(bitPattern: $0)) } }
+        nonmutating set { pthread_setspecific(key, newValue.flatMap { UnsafeRawPointer(bitPattern: Int($0)) }) }
+    }
+}
