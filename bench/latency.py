@@ -35,7 +35,7 @@ Redis's AOF rewrite done):
   cut     --keys keys without expiry, the probe key written last, then a
           cut to --keep (10%) of the data: kvcache `CONFIG SET cache
           "db0 <bytes> fifo"` with bytes = --keep x the cache's content bytes
-          (INFO keyspace); Redis, which has no per-cache capacity, `CONFIG SET
+          (INFO caches); Redis, which has no per-cache capacity, `CONFIG SET
           maxmemory-policy allkeys-lru` and `CONFIG SET maxmemory` to
           used_memory - (1 - --keep) x used_memory_dataset: the nearest
           equivalent (LRU keeps the probe key, which is read all
@@ -219,9 +219,12 @@ def scenario_cut(args, server: bl.Server, c: bl.Client, probe: Probe) -> dict:
     base = stat_field(c, "stats", "evicted_keys")
     if server.kind == "kvcache":
         content = 0
-        for line in c.command("INFO", "keyspace").decode().splitlines():
-            if line.startswith("db0:"):
+        # INFO keyspace has Redis's fields only; a cache's content bytes are in INFO caches.
+        for line in c.command("INFO", "caches").decode().splitlines():
+            if line.startswith("cache_db0:"):
                 content = int(dict(p.split("=", 1) for p in line.split(":", 1)[1].split(",")).get("bytes", 0))
+        if content <= 0:
+            raise bl.HarnessError(f"{server.name}: INFO caches gave no content bytes for db0")
         limit = max(1, int(content * args.keep))
         setting = f"CONFIG SET cache \"db0 {limit} fifo\" (content {content:,} bytes)"
         commands = [("CONFIG", "SET", "cache", f"db0 {limit} fifo")]

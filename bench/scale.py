@@ -39,6 +39,13 @@ issue 13's target ">= 0.8x the C ceiling at the same size":
   no refusal  no SET answered an error (total_error_replies unchanged;
               writes wait when the memtable is full and are refused after
               memtable-full-timeout)
+With --memory-tier-size SIZE (given to kvcache-server; issue 14's target),
+one more check, and the run is reported apart (section "scale_tier",
+bench/scale-tier.json):
+  RSS flat    the file grew to >= 10x SIZE (else: not measured), and
+              RssAnon grew by at most max(16 MiB, 15%) from the sample where
+              the file first reached 2x SIZE to the end of the run
+    python3 bench/scale.py --memory-tier-size 32mb --keys 2000000 --no-redis --no-ceiling
 Exit status: 0 all checks hold, 1 harness failure, 2 bad arguments, 3 a
 check failed or could not be measured, 130 interrupted.
 
@@ -86,8 +93,10 @@ def parse_args(argv=None):
                    help="bound for each server's load and drain (default 900, quick 60); the ceiling gets the same")
     p.add_argument("--kvcache-args", default=None,
                    help="extra kvcache-server options (default none; quick: '--memtable-max-size 32mb')")
+    p.add_argument("--memory-tier-size", help="given to kvcache-server; checks RssAnon stays flat while the file "
+                                              "grows to 10x it (reported apart: section scale_tier)")
     p.add_argument("--no-redis", action="store_true", help="skip the Redis reference run")
-    p.add_argument("--no-ceiling", action="store_true", help="skip the C ceiling (no ratio, checks not measured)")
+    p.add_argument("--no-ceiling", action="store_true", help="skip the C ceiling (no ratios; the two checks against it are skipped)")
     p.add_argument("--no-check", action="store_true", help="report the checks, never fail on them")
     p.add_argument("--no-pin", action="store_true", help="do not pin servers to core 0 and the load to core 1")
     p.add_argument("--no-build", action="store_true", help="use the existing .build/release/kvcache-server")
@@ -99,7 +108,47 @@ def parse_args(argv=None):
     args.max_seconds = args.max_seconds or (60 if args.quick else 900)
     if args.kvcache_args is None:
         args.kvcache_args = "--memtable-max-size 32mb" if args.quick else ""
+    args.tier_bytes = None
+    if args.memory_tier_size:
+        args.tier_bytes = parse_size(args.memory_tier_size)
+        if args.tier_bytes is None or args.tier_bytes <= 0:
+            p.error("--memory-tier-size takes a size such as 32mb")
+        args.kvcache_args = (args.kvcache_args + " --memory-tier-size " + args.memory_tier_size).strip()
     return args
+
+
+def parse_size(text: str) -> int | None:
+    """A size as the server's config reads it: 1024, 32mb, 1gb (kb, mb, gb; k, m, g: powers of 1000)."""
+    t = text.strip().lower()
+    units = [("kb", 1024), ("mb", 1024 ** 2), ("gb", 1024 ** 3), ("k", 1000), ("m", 1000 ** 2), ("g", 1000 ** 3)]
+    for suffix, factor in units:
+        if t.endswith(suffix):
+            try:
+                return int(float(t[:-len(suffix)]) * factor)
+            except ValueError:
+                return None
+    return int(t) if t.isdigit() else None
+
+
+def rss_flat(samples: list[dict], tier: int) -> tuple[bool | None, str, dict]:
+    """Issue 14's check: RssAnon flat while the file grows to 10x the tier."""
+    with_file = [s for s in samples if s.get("file") and s.get("rssanon")]
+    final_file = max((s["file"] for s in with_file), default=0)
+    start = next((s for s in with_file if s["file"] >= 2 * tier), None)
+    end = with_file[-1] if with_file else None
+    facts = {"tier_bytes": tier, "final_file": final_file}
+    if final_file < 10 * tier or start is None or end is None:
+        return None, (f"not measured: the file reached {bl.mib(final_file)}, under 10x the tier "
+                      f"({bl.mib(10 * tier)}): raise --keys"), facts
+    grew = end["rssanon"] - start["rssanon"]
+    allowed = max(16 * 1024 * 1024, 0.15 * start["rssanon"])
+    peak = max(s["rssanon"] for s in with_file)
+    facts.update({"rss_start": start["rssanon"], "rss_end": end["rssanon"], "rss_peak": peak,
+                  "file_at_start": start["file"], "grew": grew, "allowed": allowed})
+    return grew <= allowed, (f"RssAnon {bl.mib(start['rssanon'])} when the file was {bl.mib(start['file'])} "
+                             f"(2x the tier), {bl.mib(end['rssanon'])} at the end with the file at "
+                             f"{bl.mib(final_file)} ({final_file / tier:.1f}x the tier): grew {bl.mib(grew)}, "
+                             f"allowed {bl.mib(allowed)}; peak {bl.mib(peak)}"), facts
 
 
 # --------------------------------------------------------------------------
@@ -346,7 +395,9 @@ def main() -> int:
             sustained = {"from": tail_start, "to": tail_marks[-1], "kvcache_rate": kv_rate, "ceiling_rate": c_rate,
                          "ratio": kv_rate / c_rate, "memtable_full_before": full_at is not None
                          and full_at <= times[tail_start]}
-    if sustained is None:
+    if args.no_ceiling:
+        pass  # --no-ceiling: the two ratios to the ceiling are not checked
+    elif sustained is None:
         checks.add(f"sustained ingest >= {args.target}x the ceiling", None,
                    "not measured (a run failed or was cut by --max-seconds)")
     elif not sustained["memtable_full_before"]:
@@ -359,7 +410,9 @@ def main() -> int:
                    f"{sustained['ratio']:.2f} (keys {sustained['from']:,}-{sustained['to']:,}: "
                    f"{sustained['kvcache_rate']:,.0f}/s vs the ceiling's {sustained['ceiling_rate']:,.0f}/s)")
     end_to_end = None
-    if ceiling and "error" not in ceiling and kv["drained_seconds"]:
+    if args.no_ceiling:
+        pass
+    elif ceiling and "error" not in ceiling and kv["drained_seconds"]:
         kv_rate = kv["keys"] / kv["drained_seconds"]
         end_to_end = {"kvcache_rate": kv_rate, "ceiling_rate": ceiling["rate"], "ratio": kv_rate / ceiling["rate"]}
         checks.add(f"end-to-end (all in SQLite) >= {args.target}x the ceiling", end_to_end["ratio"] >= args.target,
@@ -369,6 +422,10 @@ def main() -> int:
     else:
         checks.add(f"end-to-end (all in SQLite) >= {args.target}x the ceiling", None,
                    "not measured (a run failed, was cut by --max-seconds, or the memtable never drained)")
+    flat = None
+    if args.tier_bytes:
+        ok, detail, flat = rss_flat(kv["samples"], args.tier_bytes)
+        checks.add(f"RssAnon flat while the file grows to 10x memory-tier-size {args.memory_tier_size}", ok, detail)
     checks.add("no write refused", kv["error_replies"] == 0,
                f"{kv['error_replies']:,} error replies during the load"
                + (f"; redis-benchmark max latency {kv['redis_benchmark']['max_ms']:.0f} ms"
@@ -416,12 +473,16 @@ def main() -> int:
     checks.report()
 
     if not args.no_write:
-        RESULTS_JSON.write_text(json.dumps({
+        section = "scale_tier" if args.tier_bytes else "scale"
+        results_json = RESULTS_JSON.with_name("scale-tier.json") if args.tier_bytes else RESULTS_JSON
+        results_json.write_text(json.dumps({
             "machine": info, "command": command, "settings": vars(args), "pinned": pinned, "ceiling": ceiling,
             "kvcache": kv, "kvcache_windows": kv_windows, "redis": rd, "sustained": sustained,
-            "end_to_end": end_to_end, "checks": checks.as_list()}, indent=1) + "\n")
+            "end_to_end": end_to_end, "rss_flat": flat, "checks": checks.as_list()}, indent=1) + "\n")
         md = [
-            "## Scale: sustained new-key ingest against the C ceiling (`bench/scale.py`)",
+            (f"## Scale with a small memory tier: RssAnon while the file grows (`bench/scale.py "
+             f"--memory-tier-size {args.memory_tier_size}`)" if args.tier_bytes else
+             "## Scale: sustained new-key ingest against the C ceiling (`bench/scale.py`)"),
             "",
             bl.run_stamp(info, command, info.get("kvcache_binary"))
             + ("  \n**Quick run (reduced size, small memtable).** The full run is `python3 bench/scale.py`."
@@ -448,9 +509,13 @@ def main() -> int:
             md.append(f"- End to end (until all in SQLite): **{end_to_end['ratio']:.2f}×** the ceiling.")
         md += ["", checks.markdown(details=False),
                "", bl.markdown_table(headers, rows, "r" * len(headers)), "",
-               "Raw numbers (every sample): [`bench/scale.json`](bench/scale.json)."]
+               f"Raw numbers (every sample): [`bench/{results_json.name}`](bench/{results_json.name})."]
+        if flat and flat.get("rss_start"):
+            md.insert(-6, f"- RssAnon while the file grew from 2x to {flat['final_file'] / flat['tier_bytes']:.1f}x "
+                          f"memory-tier-size: {bl.mib(flat['rss_start'])} → {bl.mib(flat['rss_end'])} "
+                          f"(peak {bl.mib(flat['rss_peak'])}).")
         bl.update_machine_section(info)
-        bl.update_sections({"scale": "\n".join(md) + "\n"})
+        bl.update_sections({section: "\n".join(md) + "\n"})
     return checks.exit_code()
 
 
