@@ -336,7 +336,7 @@ def run_stamp(info: dict, command: str, binary: str | None = None) -> str:
 # --------------------------------------------------------------------------
 # BENCHMARKS.md: sections between markers, rewritten by their own script.
 
-SECTION_ORDER = ["machine", "compare", "latency", "scale", "scale_tier", "engine", "restart", "collections"]
+SECTION_ORDER = ["machine", "compare", "latency", "memory", "scale", "scale_tier", "engine", "restart", "collections"]
 _HEADER = """# Benchmarks
 
 kvcache-server (SQLite file per cache) side by side with Debian's `redis-server`.
@@ -360,6 +360,7 @@ this file alone; each section says the command and commit it came from.
 | `bench/latency.py` | `python3 bench/latency.py` (~15 min) | a probe's GET p50/p99/p99.9 during a mass expiry of 1M keys, sustained ingest and a capacity cut, beside Redis (AOF everysec) |
 | `bench/scale.py` | `python3 bench/scale.py` (~10-15 min) | new-key ingest to 5M keys: rate over time, RSS, file and log sizes, against the C ceiling (`bench/engine/ceiling.c --mode ingest`) |
 | `bench/scale.py --memory-tier-size 32mb` | `python3 bench/scale.py --memory-tier-size 32mb --keys 2000000 --no-redis --no-ceiling` (~2 min) | RssAnon flat while the file grows to 10x a small memory tier (issue 14) |
+| `bench/memory.py` | `python3 bench/memory.py` (~3-5 min) | RssAnon of 1M keys of 100 B beside Redis's, GET -P 16 from all memory and, restarted, from a 32mb memory tier (issue 14) |
 | `bench/engine/run.py` | `python3 bench/engine/run.py --build-swift` (a few min) | the Swift engine against the same SQL in C |
 | `bench/restart.py` | `python3 bench/restart.py` (~2-3 min) | spawn to first GET after kill -9 with 1M entries and 200k unapplied writes, and after a clean stop, beside Redis reloading its AOF |
 | `bench/collection_writes.py` | `python3 bench/collection_writes.py` (~5-10 min) | RPUSH+LPOP, ZADD, HSET on 1K- and 100K-element values, beside Redis |
