@@ -7,6 +7,9 @@ re-reads them there. Large collections, whose hash tables Redis sizes by
 its history of growth, are compared with a running redis-server within a
 stated tolerance.
 """
+import os
+import time
+
 import pytest
 
 from conftest import REDIS, SYNTAX, arity
@@ -137,3 +140,45 @@ def test_memory_doctor_malloc_stats_purge(r):
     if not REDIS:  # Redis answers jemalloc's report; this server is on glibc's malloc
         assert r.execute_command("MEMORY", "MALLOC-STATS") == b"Stats not supported for the current allocator"
     assert r.execute_command("MEMORY", "PURGE") == b"OK"
+
+
+def rss_anon(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon in /proc/%d/status" % pid)
+
+
+@pytest.mark.kvcache_only
+@pytest.mark.skipif("ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ,
+                    reason="a sanitizer's allocator, not glibc's, holds the heap")
+def test_rss_comes_back_down_once_the_memtable_drains(fresh_server):
+    # ~110 MB of writes held in the memtable (the writer paused) with a
+    # 1 MB memory tier: once the writer has them in SQLite, the tier keeps
+    # 1 MB and the cron trims the heap (glibc kept the freed memory, and
+    # RssAnon stayed at its peak).
+    s = fresh_server(args=["--memory-tier-size", "1mb", "--enable-debug-command", "yes"])
+    c = s.raw()
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    value = b"x" * 1000
+    for lo in range(0, 100_000, 1000):
+        c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1000\r\n%s\r\n" % (len(b"k%d" % i), i, value)
+                        for i in range(lo, lo + 1000)))
+        for _ in range(1000):
+            assert c.read_reply() == "OK"
+    peak = rss_anon(s.proc.pid)
+    assert peak >= 100 << 20, peak
+    assert c.command("DEBUG", "WRITER", "RESUME") == "OK"
+    deadline = time.time() + 60
+    low = peak
+    while time.time() < deadline:
+        fields = dict(line.split(":", 1) for line in c.command("INFO", "persistence").decode().splitlines()
+                      if ":" in line)
+        low = min(low, rss_anon(s.proc.pid))
+        if fields.get("memtable_bytes") == "0" and low < peak - (48 << 20):
+            break
+        time.sleep(0.2)
+    assert low < peak - (48 << 20), (peak, low)
+    assert c.command("DBSIZE") == 100_000
+    assert c.command("STRLEN", "k99999") == 1000

@@ -74,6 +74,7 @@ extension Server {
 
     func cron(now: Int64) {
         resumeListenersIfDue(now: now)
+        trimHeapIfShrunk(now: now)
         if config.maxMemory > 0 { refreshClientBufferBytes() }
         // The tracking table's bound, even when idle after a CONFIG SET (as Redis's serverCron).
         if !tracking.table.isEmpty { trackingLimitKeys() }
@@ -97,5 +98,31 @@ extension Server {
                 close(connection)
             }
         }
+    }
+}
+
+extension Server {
+    /// Memory the key tables must have given up before the heap is trimmed.
+    static let heapTrimAfterFreeing = 64 << 20
+    /// The least time between two trims (milliseconds).
+    static let heapTrimInterval: Int64 = 10_000
+
+    /// Gives free heap pages back to the system (glibc's `malloc_trim`, as
+    /// `MEMORY PURGE`) once what the key tables hold (the memory tier and
+    /// the memtable) has fallen by `heapTrimAfterFreeing` since its high
+    /// mark, at most every `heapTrimInterval`: glibc keeps what is freed in
+    /// its arenas, so after a drained memtable or a lowered
+    /// memory-tier-size RssAnon stayed at its peak (Redis's jemalloc
+    /// purges in the background). A trim walks the heap: a few
+    /// milliseconds for a GiB, on the loop, rarely.
+    func trimHeapIfShrunk(now: Int64) {
+        let used = registry.memoryBudget.used
+        if used > heapHighWater { heapHighWater = used }
+        guard heapHighWater - used >= Self.heapTrimAfterFreeing, now - lastHeapTrim >= Self.heapTrimInterval else { return }
+        let started = Self.monotonicMicroseconds()
+        malloc_trim(0)
+        latency.addIfNeeded("heap-trim", milliseconds: (Self.monotonicMicroseconds() - started) / 1000)
+        lastHeapTrim = now
+        heapHighWater = used
     }
 }

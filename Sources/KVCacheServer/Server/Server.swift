@@ -187,6 +187,9 @@ public final class Server {
     var rejoinFinished: (capped: Int, deleted: Int)?
     /// Samples of total_commands_processed for instantaneous_ops_per_sec.
     var opsSamples: [(time: Int64, commands: Int)] = []
+    /// The most the key tables held since the heap was last trimmed, and when that was (`trimHeapIfShrunk`).
+    var heapHighWater = 0
+    var lastHeapTrim: Int64 = 0
 
     // MARK: Set-up
 
