@@ -160,6 +160,9 @@ def test_damage_before_the_tail_stops_the_start_and_check_aof_fixes_it(fresh_ser
 def test_clients_get_loading_while_the_log_replays(fresh_server):
     s = fresh_server(args=DEBUG)
     c = s.raw()
+    # 46 MB of requests in one send: a debug build on a busy machine takes
+    # longer than the connection's default 10 s to read them all.
+    c.sock.settimeout(120)
     assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
     value = "x" * 200
     batch = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, len(value), value.encode())
