@@ -879,6 +879,19 @@ def pipelined_sets(client: Client, start: int, stop: int, batch: int = 1000) -> 
         client.expect_ok(hi - lo)
 
 
+def parse_size(text: str) -> int | None:
+    """A size as the server's config reads it: 1024, 32mb, 1gb (kb, mb, gb; k, m, g: powers of 1000)."""
+    t = text.strip().lower()
+    units = [("kb", 1024), ("mb", 1024 ** 2), ("gb", 1024 ** 3), ("k", 1000), ("m", 1000 ** 2), ("g", 1000 ** 3)]
+    for suffix, factor in units:
+        if t.endswith(suffix):
+            try:
+                return int(float(t[:-len(suffix)]) * factor)
+            except ValueError:
+                return None
+    return int(t) if t.isdigit() else None
+
+
 def file_size(path: str | Path) -> int:
     try:
         return os.path.getsize(path)

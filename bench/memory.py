@@ -68,11 +68,8 @@ def parse_args(argv=None):
     p.add_argument("--no-build", action="store_true", help="use the existing .build/release/kvcache-server")
     p.add_argument("--no-write", action="store_true", help="print only: leave BENCHMARKS.md and bench/memory.json alone")
     args = p.parse_args(argv)
-    units = {"kb": 1024, "mb": MIB, "gb": 1024 * MIB}
-    text = args.tier.lower()
-    try:
-        args.tier_bytes = int(float(text[:-2]) * units[text[-2:]]) if text[-2:] in units else int(text)
-    except ValueError:
+    args.tier_bytes = bl.parse_size(args.tier)
+    if not args.tier_bytes:
         p.error("--tier takes a size such as 32mb")
     return args
 
@@ -106,16 +103,6 @@ def memory_facts(server: bl.Server, c: bl.Client) -> dict:
             "memory_usage_key": usage if isinstance(usage, int) else None}
 
 
-def wait_drained(c: bl.Client, timeout: float = 600) -> float:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        f = bl.info_fields(c, "persistence")
-        if f.get("memtable_bytes", "0") == "0" and f.get("writer_jobs_in_flight", "0") == "0":
-            return time.monotonic() - t0
-        time.sleep(0.2)
-    raise bl.HarnessError(f"kvcache's memtable did not drain in {timeout:.0f} s")
-
-
 def main() -> int:
     args = parse_args()
     command = "python3 bench/memory.py" + (" " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "")
@@ -136,7 +123,7 @@ def main() -> int:
             t0 = time.monotonic()
             bl.pipelined_sets(c, 0, args.keys)
             fill = time.monotonic() - t0
-            drain = wait_drained(c) if server.kind == "kvcache" else 0.0
+            drain = bl.wait_idle([server], timeout=600)
             time.sleep(1)
             facts = memory_facts(server, c)
             facts.update({"fill_seconds": round(fill, 2), "drain_seconds": round(drain, 2),

@@ -110,24 +110,11 @@ def parse_args(argv=None):
         args.kvcache_args = "--memtable-max-size 32mb" if args.quick else ""
     args.tier_bytes = None
     if args.memory_tier_size:
-        args.tier_bytes = parse_size(args.memory_tier_size)
+        args.tier_bytes = bl.parse_size(args.memory_tier_size)
         if args.tier_bytes is None or args.tier_bytes <= 0:
             p.error("--memory-tier-size takes a size such as 32mb")
         args.kvcache_args = (args.kvcache_args + " --memory-tier-size " + args.memory_tier_size).strip()
     return args
-
-
-def parse_size(text: str) -> int | None:
-    """A size as the server's config reads it: 1024, 32mb, 1gb (kb, mb, gb; k, m, g: powers of 1000)."""
-    t = text.strip().lower()
-    units = [("kb", 1024), ("mb", 1024 ** 2), ("gb", 1024 ** 3), ("k", 1000), ("m", 1000 ** 2), ("g", 1000 ** 3)]
-    for suffix, factor in units:
-        if t.endswith(suffix):
-            try:
-                return int(float(t[:-len(suffix)]) * factor)
-            except ValueError:
-                return None
-    return int(t) if t.isdigit() else None
 
 
 def rss_flat(samples: list[dict], tier: int) -> tuple[bool | None, str, dict]:

@@ -72,9 +72,18 @@ struct StreamAddTrimArguments {
         var limitGiven = false
         var strategy: StreamTrim.Strategy?
         var approximate = false
-        func conflict() throws(ReplyError) {
+        /// MAXLEN or MINID at `i`: refuses the other one given before, and
+        /// steps over its `~` (approximate) or `=`.
+        func trimOption(more: Int) throws(ReplyError) {
             if strategy != nil {
                 throw ReplyError("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
+            }
+            approximate = false
+            if more >= 2 && args[i + 1].elementsEqual([UInt8(ascii: "~")]) {
+                approximate = true
+                i += 1
+            } else if more >= 2 && args[i + 1].elementsEqual([UInt8(ascii: "=")]) {
+                i += 1
             }
         }
         while i < args.count {
@@ -83,28 +92,14 @@ struct StreamAddTrimArguments {
             if xadd && args[i].elementsEqual([UInt8(ascii: "*")]) {
                 break
             } else if opt == "maxlen" && more > 0 {
-                try conflict()
-                approximate = false
-                if more >= 2 && args[i + 1].elementsEqual([UInt8(ascii: "~")]) {
-                    approximate = true
-                    i += 1
-                } else if more >= 2 && args[i + 1].elementsEqual([UInt8(ascii: "=")]) {
-                    i += 1
-                }
+                try trimOption(more: more)
                 let maxLength = try args.integer(i + 1)
                 guard maxLength >= 0 else { throw ReplyError("ERR The MAXLEN argument must be >= 0.") }
                 i += 1
                 strategy = .maxLength(Int(maxLength))
                 trimArgument = i
             } else if opt == "minid" && more > 0 {
-                try conflict()
-                approximate = false
-                if more >= 2 && args[i + 1].elementsEqual([UInt8(ascii: "~")]) {
-                    approximate = true
-                    i += 1
-                } else if more >= 2 && args[i + 1].elementsEqual([UInt8(ascii: "=")]) {
-                    i += 1
-                }
+                try trimOption(more: more)
                 strategy = .minID(try StreamIDParse.strict(args[i + 1]))
                 i += 1
                 trimArgument = i

@@ -90,7 +90,7 @@ extension StreamValue {
 
     convenience init(decoding bytes: [UInt8]) throws(ReplyError) {
         self.init()
-        var r = FixedReader(bytes)
+        var r = ByteReader(bytes)
         guard try r.byte() == Self.version else { throw .corruptValue }
         let length = try r.u64()
         let last = try r.id(), first = try r.id(), maxDeleted = try r.id()
@@ -143,27 +143,8 @@ extension StreamValue {
     }
 }
 
-/// Reads the stream's fixed-width fields, refusing anything short.
-private struct FixedReader {
-    let bytes: [UInt8]
-    var index = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var atEnd: Bool { index == bytes.count }
-
-    mutating func byte() throws(ReplyError) -> UInt8 {
-        guard index < bytes.count else { throw .corruptValue }
-        defer { index += 1 }
-        return bytes[index]
-    }
-
-    mutating func take(_ n: Int) throws(ReplyError) -> [UInt8] {
-        guard n >= 0, bytes.count - index >= n else { throw .corruptValue }
-        defer { index += n }
-        return Array(bytes[index..<index + n])
-    }
-
+/// The stream's fixed-width fields, refusing anything short.
+private extension ByteReader {
     mutating func u64() throws(ReplyError) -> UInt64 {
         guard bytes.count - index >= 8 else { throw .corruptValue }
         var v: UInt64 = 0
