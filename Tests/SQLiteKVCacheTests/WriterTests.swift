@@ -206,6 +206,21 @@ struct WriterTests {
         #expect(try reopened.keys().count == 12)
     }
 
+    @Test func aReplayIntoAnEmptyFileCountsExactlyAtOnce() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        // The filter of an empty file's keys rules every key out: no blind writes.
+        for i in 0..<100 { try e.replayPut(entry("k\(i)", "1")) }
+        try e.replayPut(entry("k7", "123"))
+        try e.replayDelete(bytes("k8"))
+        try e.replayDelete(bytes("absent"))
+        #expect(!e.totalsPending)
+        #expect(e.count == 99 && e.contentBytes == 10 * 3 + 90 * 4 + 2 - 3)  // k7 grew by 2, k8 went
+        flush(e, writer, lsn: 1)
+        #expect(e.count == 99 && e.contentBytes == 10 * 3 + 90 * 4 + 2 - 3)  // k7 grew by 2, k8 went
+    }
+
     @Test func resolvingTheTotalsLooksTheBlindWritesUp() throws {
         let e = try engine(tier: 0)
         let writer = BatchWriter(onFinished: {})

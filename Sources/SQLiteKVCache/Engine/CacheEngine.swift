@@ -343,10 +343,12 @@ public final class CacheEngine {
     /// know the key, the file is not asked (a lookup per record would make
     /// a replay ten times slower); the totals count the entry as new, and
     /// the writer corrects them when it applies the key (it reads the
-    /// page it changes anyway). Capacity is enforced once the replay is done.
+    /// page it changes anyway). A key the filter of the file's keys rules
+    /// out (an empty file's are all ruled out) is stored as a plain put:
+    /// its count is exact at once. Capacity is enforced once the replay is done.
     public func replayPut(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
         let digest = hasher.digest(entry.key)
-        guard !fileVoid, table.slot(digest) == nil else {
+        guard fileMayHold(digest), table.slot(digest) == nil else {
             let saved = capacity
             capacity = 0
             defer { capacity = saved }
@@ -366,7 +368,7 @@ public final class CacheEngine {
     /// the totals if the file held it.
     public func replayDelete(_ key: [UInt8]) throws(SQLiteKVCache.Error) {
         let digest = hasher.digest(key)
-        guard !fileVoid, table.slot(digest) == nil else {
+        guard fileMayHold(digest), table.slot(digest) == nil else {
             _ = try delete(key)
             return
         }
