@@ -106,6 +106,14 @@ final class SQLiteConnection {
         return statement
     }
 
+    /// Runs `sql`, a statement that returns no rows, prepared once and cached
+    /// (for one run often, as BEGIN and COMMIT).
+    func run(_ sql: String) throws {
+        let stmt = try statement(sql)
+        defer { stmt.reset() }
+        _ = try stmt.step()
+    }
+
     /// Runs `sql` and returns the first column of its first row as an integer, or nil if no row.
     func scalarInt(_ sql: String) throws -> Int64? {
         let stmt = try statement(sql)

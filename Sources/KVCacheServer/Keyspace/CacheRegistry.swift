@@ -144,6 +144,9 @@ final class CacheRegistry {
 
     /// The memory every open cache's entries share (`memory-tier-size`).
     lazy var memoryBudget = MemoryBudget(limit: config.memoryTierBytes)
+    /// The read transactions the caches' point reads share within one
+    /// iteration of the loop (ended before it sleeps or waits on the writer).
+    let heldReads = HeldReads()
 
     /// How accesses stamp keys (LRU clock, LFU counter), shared by every cache.
     lazy var accessTracking: AccessTracking = {
@@ -172,6 +175,7 @@ final class CacheRegistry {
         configuration.maxPageCount = config.sqliteMaxPageCount
         configuration.durableCommits = true
         configuration.sharedMemoryBudget = memoryBudget
+        configuration.heldReads = heldReads
         configuration.accessTracking = accessTracking
         // A replayed command sees its record's time (Server.clockOverride);
         // a running command, the time it started (Server.commandTime).

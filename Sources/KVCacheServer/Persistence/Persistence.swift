@@ -534,6 +534,13 @@ final class Persistence {
         }
     }
 
+    /// Waits until the writer has finished every job, after ending the
+    /// loop's read transactions (its checkpoints would wait on them).
+    func waitForWriter() {
+        server.registry.heldReads.releaseAll()
+        writer.waitUntilIdle()
+    }
+
     /// Applies everything in memory to SQLite now, waiting for the writer
     /// (SAVE, DEBUG RELOAD, shutdown). Bounded by `seconds`.
     /// - Returns: whether every change reached SQLite.
@@ -545,7 +552,7 @@ final class Persistence {
             if inFlight == nil && !seal() {
                 return !server.registry.open.values.contains { $0.engine?.lastFailure != nil }
             }
-            writer.waitUntilIdle()
+            waitForWriter()
             collectFinished()
             if let job = inFlight?.job, job.finished == nil { continue }
             if server.registry.open.values.contains(where: { $0.engine?.lastFailure != nil }) { return false }

@@ -42,5 +42,6 @@ extension Server {
         sweepExpired()
         continueEviction()
         persistence.beforeReplies()
+        registry.heldReads.releaseAll()
     }
 }

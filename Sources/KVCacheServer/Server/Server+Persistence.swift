@@ -14,7 +14,7 @@ extension Server {
     func makeTotalsExact(_ cache: OpenCache) throws {
         guard let engine = cache.engine, engine.totalsPending else { return }
         if engine.totalsPendingInFlight {
-            persistence.writer.waitUntilIdle()
+            persistence.waitForWriter()
             persistence.collectFinished()
         }
         try engine.resolveTotals()
@@ -24,7 +24,7 @@ extension Server {
     /// with it, the file is moved aside and the cache starts empty.
     func recoverCorrupt(_ cache: OpenCache, reason: String) {
         if cache.engine?.inFlight != nil {
-            persistence.writer.waitUntilIdle()
+            persistence.waitForWriter()
             persistence.collectFinished()
         }
         registry.recoverCorrupt(cache, reason: reason)

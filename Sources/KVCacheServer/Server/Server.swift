@@ -405,6 +405,8 @@ public final class Server {
                 lastCron = now
                 cron(now: now)
             }
+            // Not across the wait: the writer's checkpoints would wait on it.
+            registry.heldReads.releaseAll()
         }
         shutdown()
     }

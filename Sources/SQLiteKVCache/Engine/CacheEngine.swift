@@ -604,6 +604,8 @@ public final class CacheEngine {
     public func complete(_ batch: CacheBatch, onFailure: FailureHandling) {
         precondition(inFlightBatches.first === batch, "complete() of a batch not the oldest in flight")
         inFlightBatches.removeFirst()
+        // Memory lets go of what the batch applied: reads of the file must see it.
+        file.releaseRead()
         if let error = batch.error {
             lastFailure = error
             lastFailedBatch = max(lastFailedBatch, batch.id)

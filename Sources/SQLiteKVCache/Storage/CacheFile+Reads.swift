@@ -1,7 +1,9 @@
 import Foundation
 
 /// What the reader connection answers. Every call runs in its own read
-/// transaction (autocommit), so it sees the file as of the last commit.
+/// transaction (autocommit), so it sees the file as of the last commit;
+/// with `heldReads` set, calls share one until `releaseRead()`, and see
+/// the file as of the first one's start.
 extension CacheFile {
     /// A row's bookkeeping, without its value.
     struct RowInfo {
@@ -26,14 +28,31 @@ extension CacheFile {
     /// Runs a read, mapping SQLite's failures to `readFailed`.
     func read<R>(_ body: () throws -> R) throws(SQLiteKVCache.Error) -> R {
         do {
+            if !readHeld, let held = configuration.heldReads {
+                // Without it (it cannot fail short of a broken connection) each call is its own.
+                readHeld = (try? reader.run("BEGIN")) != nil
+                if readHeld { held.files.append(self) }
+            }
             return try body()
         } catch let failure as SQLiteFailure {
+            releaseRead()
             throw failure.asReadError
         } catch let error as SQLiteKVCache.Error {
+            releaseRead()
             throw error
         } catch {
+            releaseRead()
             throw .readFailed(sqliteCode: 1)
         }
+    }
+
+    /// Ends the read transaction the reader's calls share (`heldReads`):
+    /// the next call sees the latest commit, and the writer's checkpoints
+    /// need not wait on this snapshot.
+    func releaseRead() {
+        guard readHeld else { return }
+        readHeld = false
+        if reader.isInTransaction { try? reader.run("COMMIT") }
     }
 
     /// The full row for `digest`, if the file has one (live or expired).
@@ -227,5 +246,25 @@ extension KeyDigest {
         w1 = 0
         w2 = 0
         w3 = 0
+    }
+}
+
+/// The files whose reader holds a read transaction its calls share, for
+/// their owner to end them all before it waits or sleeps. Used by the
+/// owner's thread only.
+public final class HeldReads: @unchecked Sendable {
+    var files: [CacheFile] = []
+
+    public init() {}
+
+    /// Whether some file holds one.
+    public var isEmpty: Bool { files.isEmpty }
+
+    /// Ends every held read transaction.
+    public func releaseAll() {
+        guard !files.isEmpty else { return }
+        let held = files
+        files.removeAll(keepingCapacity: true)
+        for file in held { file.releaseRead() }
     }
 }

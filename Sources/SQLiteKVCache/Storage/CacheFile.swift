@@ -29,6 +29,8 @@ final class CacheFile: @unchecked Sendable {
     private(set) var fileID: UInt64 = 0
     /// What the file holds as of its last commit: totals and log position.
     var stored = StoredState()
+    /// Whether the reader holds a read transaction its calls share (`heldReads`).
+    var readHeld = false
     /// The last batch that failed here, and why (the applying thread's own).
     var lastFailedBatch: (id: UInt64, error: SQLiteKVCache.Error)?
 
@@ -229,6 +231,7 @@ final class CacheFile: @unchecked Sendable {
     /// Reads the stats row again (after a batch failed).
     /// - Returns: what the file holds.
     func reloadState() throws -> StoredState {
+        releaseRead()
         try loadState()
         return stored
     }
@@ -285,6 +288,7 @@ final class CacheFile: @unchecked Sendable {
     func close() {
         guard !closed else { return }
         closed = true
+        releaseRead()
         reader.close()
         try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         writer.close()
