@@ -9,9 +9,11 @@ import Testing
 struct WriterTests {
     let dir = TemporaryDirectory()
 
-    func engine(_ name: String = "w", capacity: Int = 0, tier: Int = 1 << 20) throws -> CacheEngine {
+    func engine(_ name: String = "w", capacity: Int = 0, tier: Int = 1 << 20,
+                heldReads: HeldReads? = nil) throws -> CacheEngine {
         var configuration = SQLiteKVCache.Configuration(diskCapacity: capacity, memoryTierBytes: tier)
         configuration.durableCommits = true
+        configuration.heldReads = heldReads
         return try CacheEngine.open(handle: name, directory: dir.path, configuration: configuration)
     }
 
@@ -219,6 +221,28 @@ struct WriterTests {
         #expect(e.count == 99 && e.contentBytes == 10 * 3 + 90 * 4 + 2 - 3)  // k7 grew by 2, k8 went
         flush(e, writer, lsn: 1)
         #expect(e.count == 99 && e.contentBytes == 10 * 3 + 90 * 4 + 2 - 3)  // k7 grew by 2, k8 went
+    }
+
+    @Test func heldReadsSeeEveryBatchOnceItCompletes() throws {
+        let held = HeldReads()
+        let e = try engine(tier: 0, heldReads: held)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        try e.put(entry("k1", "one"))
+        flush(e, writer, lsn: 1)
+        #expect(held.isEmpty)
+        #expect(try value(e, "k1") == "one")  // from the file: the read transaction stays open
+        #expect(!held.isEmpty)
+        try e.put(entry("k2", "two"))
+        try e.put(entry("k1", "uno"))
+        // Committed while the snapshot is held; completing the batch ends it,
+        // so memory may let go of k2 and k1's new value.
+        flush(e, writer, lsn: 2)
+        #expect(try value(e, "k2") == "two")
+        #expect(try value(e, "k1") == "uno")
+        held.releaseAll()
+        #expect(held.isEmpty)
+        #expect(try value(e, "k2") == "two")
     }
 
     @Test func resolvingTheTotalsLooksTheBlindWritesUp() throws {
