@@ -64,6 +64,41 @@ struct EvictionTests {
         #expect(try c.get(key: bytes("c")) != nil)
     }
 
+    /// With no memory tier every victim is listed from an index alone and
+    /// its key and size read after: the totals must come out exact.
+    @Test(arguments: [EvictionPolicy.fifo, .lru, .volatileTTL])
+    func evictionFromTheFileAloneKeepsTheTotalsExact(policy: EvictionPolicy) throws {
+        let handle = "file-only-\(policy.rawValue)"
+        func open(capacity: Int) -> SQLiteKVCache {
+            SQLiteKVCache(handle: handle, directory: dir.path,
+                          configuration: .init(diskCapacity: capacity, evictionPolicy: policy, memoryTierBytes: 0))
+        }
+        var sizes: [String: Int] = [:]
+        do {
+            let c = open(capacity: 0)
+            for i in 0..<300 {
+                try put(c, "k\(i)", size: 10 + i % 7, date: Double(i))
+                sizes["k\(i)"] = "k\(i)".count + 10 + i % 7
+            }
+            c.close()
+        }
+        let c = open(capacity: 0)
+        let total = sizes.values.reduce(0, +)
+        #expect(try c.contentBytes() == total)
+        try c.setCapacity(total / 3)
+        var kept = 0, keptBytes = 0
+        for i in 0..<300 where try c.get(key: bytes("k\(i)")) != nil {
+            kept += 1
+            keptBytes += sizes["k\(i)"]!
+        }
+        #expect(try c.contentBytes() == keptBytes)
+        #expect(keptBytes <= total / 3 && keptBytes > total / 3 - 40)
+        #expect(try c.count() == kept)
+        #expect(try c.evictedCount() == 300 - kept)
+        // Oldest first in each order here (no expiries, nothing read before the cut).
+        #expect(try c.get(key: bytes("k0")) == nil && c.get(key: bytes("k299")) != nil)
+    }
+
     @Test func capacityZeroNeverEvicts() throws {
         let c = SQLiteKVCache(handle: "unbounded", directory: dir.path, diskCapacity: 0)
         for i in 0..<300 { try put(c, "k\(i)", size: 1000, date: Double(i)) }

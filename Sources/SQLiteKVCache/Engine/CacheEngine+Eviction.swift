@@ -193,7 +193,21 @@ extension CacheEngine {
                 }
                 return (order, Victim(digest: row.digest, key: slot.key, size: slot.contentSize, expiresAt: current.expiresAt))
             }
-            return (order, Victim(digest: row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt))
+            guard row.size < 0 else {
+                return (order, Victim(digest: row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt))
+            }
+            // Listed from an index alone: the rest from the table, if the file still holds it.
+            guard let details = try file.evictionDetails(row.digest) else {
+                eviction.pageIndex += 1
+                skipped += 1
+                if skipped >= EvictionWalk.skipBudget { return nil }
+                continue
+            }
+            // Kept in the page: the walk may offer this row again (when memory's candidate goes first).
+            eviction.page[eviction.pageIndex].key = details.key
+            eviction.page[eviction.pageIndex].size = details.size
+            eviction.page[eviction.pageIndex].expiresAt = details.expiresAt
+            return (order, Victim(digest: row.digest, key: details.key, size: details.size, expiresAt: details.expiresAt))
         }
     }
 }
