@@ -245,6 +245,35 @@ struct WriterTests {
         #expect(try value(e, "k2") == "two")
     }
 
+    @Test func anAppliedBatchIsTakenBackAPartAtATime() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<100 { try e.put(entry("k\(i)", "v\(i)")) }
+        let batch = try #require(e.seal(lsn: 1))
+        writer.submit(WriterJob(lsn: 1, batches: [batch]))
+        writer.waitUntilIdle()
+        _ = writer.takeFinished()
+        e.complete(batch, onFailure: .retry, takeBackLimit: 30)
+        #expect(e.takingBackPending)
+        #expect(e.appliedLSN == 1 && e.count == 100)
+        #expect(e.unappliedBytes > 0)  // 70 slots still in flight
+        // Rewritten while its old write waits to be taken back: the new one stands.
+        try e.put(entry("k99", "new"))
+        #expect(try value(e, "k99") == "new" && value(e, "k50") == "v50")
+        #expect(!e.continueTakingBack(limit: 40))
+        e.finishTakingBack()  // the rest (a limit of .max)
+        #expect(!e.takingBackPending)
+        #expect(try value(e, "k99") == "new" && value(e, "k98") == "v98")
+        flush(e, writer, lsn: 2)
+        #expect(e.unappliedBytes == 0)
+        #expect(try value(e, "k99") == "new")  // from the file now (no memory tier)
+        e.close()
+        let reopened = try engine(tier: 0)
+        #expect(reopened.count == 100)
+        #expect(try value(reopened, "k99") == "new" && value(reopened, "k0") == "v0")
+    }
+
     @Test func resolvingTheTotalsLooksTheBlindWritesUp() throws {
         let e = try engine(tier: 0)
         let writer = BatchWriter(onFinished: {})

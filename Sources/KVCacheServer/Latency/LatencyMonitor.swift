@@ -10,7 +10,8 @@ import Glibc
 /// Events of this server (docs/monitoring.md tells what each means):
 /// Redis's `command`, `fast-command`, `expire-cycle`, `eviction-cycle`,
 /// `aof-write` and `aof-fsync-always`, and its own `aof-fsync-background`,
-/// `sqlite-commit`, `sqlite-checkpoint`, `memtable-wait` and `cache-open`.
+/// `sqlite-commit`, `sqlite-checkpoint`, `memtable-wait`, `memtable-seal`,
+/// `memtable-take-back`, `cache-open` and `heap-trim`.
 ///
 /// Loop thread only: the threads that time work of their own (the log's
 /// fsync, the writer) hand their durations to the loop, which adds them.

@@ -354,9 +354,15 @@ final class KeyTable {
     /// are clean again, unless changed since; when the batch failed they
     /// are marked for the next one.
     func complete(_ id: UInt64, _ writes: [BatchWrite], failed: Bool) {
+        complete(id, writes, in: writes.indices, failed: failed)
+    }
+
+    /// Takes back the slots of `range` of batch `id`'s writes (a batch may
+    /// be taken back a part at a time: until then a slot stays in flight).
+    func complete(_ id: UInt64, _ writes: [BatchWrite], in range: Range<Int>, failed: Bool) {
         // By index, not `for write in writes`: a copy of each write would
         // retain and release its key and row.
-        for w in writes.indices {
+        for w in range {
             guard let slot = slots[writes[w].digest], slot.inFlight == id else { continue }
             detach(slot)
             slot.inFlight = 0
@@ -442,6 +448,19 @@ final class KeyTable {
     }
 
     var allUnapplied: [KeySlot] { unappliedIndex.flatMap { $0 } }
+
+    /// The digests of the unapplied slots that hold a row (not deletes),
+    /// without listing the slots first.
+    func unappliedDigestsWithRows() -> [KeyDigest] {
+        var digests: [KeyDigest] = []
+        digests.reserveCapacity(unappliedCount)
+        for bucket in unappliedIndex.indices {
+            for i in unappliedIndex[bucket].indices where unappliedIndex[bucket][i].row != nil {
+                digests.append(unappliedIndex[bucket][i].digest)
+            }
+        }
+        return digests
+    }
 
     // MARK: The clock
 
