@@ -357,3 +357,17 @@ def test_functions_survive_a_restart(fresh_server):
     s.restart()
     with pytest.raises(ResponseError, match="Function not found"):
         s.client().fcall("hello", 0)
+
+
+def test_sort_by_a_constant_is_sorted_inside_a_script(r):
+    # A set has no order: a script's SORT ... BY <constant> (no sorting asked)
+    # gets the members sorted as bytes, as Redis does, so that the script's
+    # result is the same wherever it runs; outside a script the order is the set's.
+    members = ["b", "aa", "z", "a", "azz", "c", "aaa"]
+    r.sadd("myset", *members)
+    assert r.eval("return redis.call('sort', KEYS[1], 'by', 'nosort')", 1, "myset") == \
+        [m.encode() for m in sorted(members)]
+    assert sorted(r.sort("myset", by="nosort")) == sorted(m.encode() for m in members)
+    # A list keeps its own order.
+    r.rpush("mylist", "b", "a", "c")
+    assert r.eval("return redis.call('sort', KEYS[1], 'by', 'nosort')", 1, "mylist") == [b"b", b"a", b"c"]

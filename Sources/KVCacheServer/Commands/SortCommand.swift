@@ -97,8 +97,10 @@ private func sort(_ ctx: CommandContext, readOnly: Bool) throws {
     let source = try ctx.keyspace.lookupStored(ctx.args.bytes(1), read: true)
     if let source, ![ValueKind.list, .set, .zset].contains(source.row.kind) { throw ReplyError.wrongType }
     let value = try source.flatMap { try collectionValue(of: $0) }
-    // A set has no order of its own: "not sorting" it for a STORE sorts it as bytes.
-    if dontSort && value is SetValue && storeKey != nil {
+    // A set has no order of its own: "not sorting" it for a STORE or a
+    // script sorts it as bytes, so the result is the same wherever it is
+    // replayed (Redis's sortCommandGeneric).
+    if dontSort && value is SetValue && (storeKey != nil || ctx.server.scripting.isScriptClient(ctx.connection)) {
         dontSort = false
         alpha = true
         sortBy = nil
