@@ -371,3 +371,25 @@ def test_sort_by_a_constant_is_sorted_inside_a_script(r):
     # A list keeps its own order.
     r.rpush("mylist", "b", "a", "c")
     assert r.eval("return redis.call('sort', KEYS[1], 'by', 'nosort')", 1, "mylist") == [b"b", b"a", b"c"]
+
+
+def test_a_script_failing_on_a_refused_call_counts_as_a_failed_eval(r):
+    # unit/scripting's "Consistent eval error reporting": the refused SET is
+    # a rejected call, the EVAL that returned its error a failed one, and the
+    # error is counted once.
+    r.set("filler", "x" * 100)
+    r.config_resetstat()
+    r.config_set("maxmemory", 1)
+    try:
+        with pytest.raises(redis.exceptions.OutOfMemoryError, match="command not allowed when used memory"):
+            r.eval("return redis.call('set','x','y')", 1, "x")
+        commands = r.info("commandstats")
+        assert commands["cmdstat_eval"]["calls"] == 1
+        assert commands["cmdstat_eval"]["failed_calls"] == 1
+        assert commands["cmdstat_eval"]["rejected_calls"] == 0
+        assert commands["cmdstat_set"]["rejected_calls"] == 1
+        assert commands["cmdstat_set"]["calls"] == 0
+        assert r.info("errorstats")["errorstat_OOM"] == {"count": 1}
+        assert r.info("stats")["total_error_replies"] == 1
+    finally:
+        r.config_set("maxmemory", 0)

@@ -815,7 +815,9 @@ FAILURE_REASONS = {
         "replication of scripts); here it came in the set's order (fixed after the run of 2026-12-01: "
         "test_sort_by_a_constant_is_sorted_inside_a_script)",
     ("unit/scripting", "Consistent eval error reporting"):
-        "INFO commandstats does not count EVAL as a failed call when the script's redis.call got an error",
+        "INFO commandstats did not count EVAL as a failed call when the script's refused redis.call was its "
+        "error (fixed after the run of 2026-12-01: "
+        "test_a_script_failing_on_a_refused_call_counts_as_a_failed_eval)",
     ("unit/introspection-2", "MIGRATE command is marked with movablekeys"):
         "MIGRATE (moving keys to another server) is not implemented (README, Differences), so COMMAND INFO "
         "has no entry for it",

@@ -211,7 +211,11 @@ final class Scripting: LuaInterpreter.Host {
             caller.output.append(contentsOf: bytes)
         case .error(let text, let counted):
             if counted {
+                // Counted in the error stats where it arose (a redis.call
+                // refused); the EVAL or FCALL still failed (Redis's call():
+                // failed_calls counts a command whose reply is an error).
                 caller.replyError(ReplyError(text))
+                server.commands.lookup(ctx.args[0])?.stats.failed += 1
             } else {
                 throw ReplyError(text)
             }
