@@ -31,7 +31,7 @@ extension CacheFile {
             if !readHeld, let held = configuration.heldReads {
                 // Without it (it cannot fail short of a broken connection) each call is its own.
                 readHeld = (try? reader.run("BEGIN")) != nil
-                if readHeld { held.files.append(self) }
+                if readHeld { held.hold(self) }
             }
             return try body()
         } catch let failure as SQLiteFailure {
@@ -280,18 +280,27 @@ extension KeyDigest {
 /// their owner to end them all before it waits or sleeps. Used by the
 /// owner's thread only.
 public final class HeldReads: @unchecked Sendable {
-    var files: [CacheFile] = []
+    /// Weak: a file's configuration holds this object (a strong list
+    /// would keep a file alive after its engine let go, which
+    /// LeakSanitizer reported).
+    private struct Held { weak var file: CacheFile? }
+    private var files: [Held] = []
 
     public init() {}
 
     /// Whether some file holds one.
     public var isEmpty: Bool { files.isEmpty }
 
+    /// Notes that `file`'s reader holds a read transaction.
+    func hold(_ file: CacheFile) {
+        files.append(Held(file: file))
+    }
+
     /// Ends every held read transaction.
     public func releaseAll() {
         guard !files.isEmpty else { return }
         let held = files
         files.removeAll(keepingCapacity: true)
-        for file in held { file.releaseRead() }
+        for entry in held { entry.file?.releaseRead() }
     }
 }
