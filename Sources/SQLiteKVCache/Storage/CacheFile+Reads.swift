@@ -34,15 +34,13 @@ extension CacheFile {
                 if readHeld { held.hold(self) }
             }
             return try body()
-        } catch let failure as SQLiteFailure {
-            releaseRead()
-            throw failure.asReadError
-        } catch let error as SQLiteKVCache.Error {
-            releaseRead()
-            throw error
         } catch {
             releaseRead()
-            throw .readFailed(sqliteCode: 1)
+            switch error {
+            case let failure as SQLiteFailure: throw failure.asReadError
+            case let error as SQLiteKVCache.Error: throw error
+            default: throw .readFailed(sqliteCode: 1)
+            }
         }
     }
 
