@@ -50,6 +50,7 @@ extension CacheFile {
     func releaseRead() {
         guard readHeld else { return }
         readHeld = false
+        configuration.heldReads?.forget(self)
         if reader.isInTransaction { try? reader.run("COMMIT") }
     }
 
@@ -278,11 +279,13 @@ extension KeyDigest {
 /// their owner to end them all before it waits or sleeps. Used by the
 /// owner's thread only.
 public final class HeldReads: @unchecked Sendable {
-    /// Weak: a file's configuration holds this object (a strong list
-    /// would keep a file alive after its engine let go, which
-    /// LeakSanitizer reported).
-    private struct Held { weak var file: CacheFile? }
-    private var files: [Held] = []
+    /// Unretained: a file's configuration holds this object, so a strong
+    /// list would keep a file alive after its engine let go. A file is in
+    /// the list exactly while it holds a read transaction, and leaves it
+    /// in `releaseRead()`, which its `deinit` calls. (Not `weak`: a weak
+    /// reference's side table is reachable only through bits LeakSanitizer
+    /// cannot read, so the fuzzer reported it as leaked.)
+    private var files: [Unmanaged<CacheFile>] = []
 
     public init() {}
 
@@ -291,7 +294,12 @@ public final class HeldReads: @unchecked Sendable {
 
     /// Notes that `file`'s reader holds a read transaction.
     func hold(_ file: CacheFile) {
-        files.append(Held(file: file))
+        files.append(.passUnretained(file))
+    }
+
+    /// Notes that `file`'s reader no longer holds one.
+    func forget(_ file: CacheFile) {
+        files.removeAll { $0.toOpaque() == Unmanaged.passUnretained(file).toOpaque() }
     }
 
     /// Ends every held read transaction.
@@ -299,6 +307,6 @@ public final class HeldReads: @unchecked Sendable {
         guard !files.isEmpty else { return }
         let held = files
         files.removeAll(keepingCapacity: true)
-        for entry in held { entry.file?.releaseRead() }
+        for entry in held { entry.takeUnretainedValue().releaseRead() }
     }
 }

@@ -122,6 +122,12 @@ final class CacheFile: @unchecked Sendable {
         }
     }
 
+    /// A file let go while it holds a read leaves `heldReads`, which does
+    /// not retain it.
+    deinit {
+        if readHeld { configuration.heldReads?.forget(self) }
+    }
+
     private func configureWriter() throws {
         try writer.execute("PRAGMA page_size=4096")
         let mode = try writer.scalarText("PRAGMA journal_mode=WAL")
