@@ -54,7 +54,7 @@ let package = Package(
         .executableTarget(name: "SwiftExample", dependencies: ["KVCacheClient", "KVCacheClientEmbedded", "SQLiteKVCache"],
                           path: "Clients/examples/swift-example"),
 
-        .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite"]),
+        .testTarget(name: "SQLiteKVCacheTests", dependencies: ["SQLiteKVCache", "CSQLite", "CLinux"]),
         .testTarget(name: "RESPTests", dependencies: ["RESP"]),
         .testTarget(name: "KVCacheServerTests", dependencies: ["KVCacheServer", "RESP", "CSQLite"]),
         .testTarget(name: "KVCacheClientTests", dependencies: ["KVCacheClient", "KVCacheClientEmbedded", "SQLiteKVCache", "RESP"],

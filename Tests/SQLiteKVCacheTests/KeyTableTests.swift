@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Testing
 @testable import SQLiteKVCache
@@ -18,6 +19,15 @@ struct KeyTableTests {
     }
 
     func value(_ slot: KeySlot?) -> [UInt8]? { slot?.row?.value.bytes }
+
+    /// A slot costs a 160-byte heap chunk (152 usable), not 192: its
+    /// stored properties are ordered for it. A field added or widened
+    /// carelessly costs 32 MB a million keys and fails this.
+    @Test func aSlotFitsAOneHundredSixtyByteChunk() {
+        let slot = KeySlot(digest: digest(1, 1), key: bytes("k"), row: row("v"))
+        let usable = withExtendedLifetime(slot) { malloc_usable_size(Unmanaged.passUnretained(slot).toOpaque()) }
+        #expect(usable == 152)
+    }
 
     @Test func digestsSharingTheFirstWordNeverAnswerForEachOther() {
         let table = KeyTable(budget: 1 << 20)

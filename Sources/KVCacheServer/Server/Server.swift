@@ -189,6 +189,7 @@ public final class Server {
     var opsSamples: [(time: Int64, commands: Int)] = []
     /// The most the key tables held since the heap was last trimmed, and when that was (`trimHeapIfShrunk`).
     var heapHighWater = 0
+    var memtableHighWater = 0
     var lastHeapTrim: Int64 = 0
 
     // MARK: Set-up
