@@ -201,6 +201,68 @@ def test_clients_get_loading_while_the_log_replays(fresh_server):
     assert s.raw().command("DBSIZE") == 200_000
 
 
+@needs_log
+@pytest.mark.slow  # 200,000 writes and their replay, as the test above
+def test_a_count_waits_for_a_replays_totals_without_stalling_other_clients(fresh_server):
+    """After a replay into a file that holds keys, the writer corrects the
+    totals of the keys replayed blind. DBSIZE and INFO wait for it parked:
+    other clients are served meanwhile (the loop used to wait)."""
+    s = fresh_server(args=DEBUG)
+    c = s.raw()
+    c.sock.settimeout(120)
+    for start in range(0, 2000, 500):
+        c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$3\r\nold\r\n" % (len(b"k%d" % i), i)
+                        for i in range(start, start + 500)))
+        for _ in range(500):
+            assert c.read_reply() == "OK"
+    assert c.command("SAVE") == "OK"  # k0..k1999 are in the file
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    value = b"x" * 200
+    c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, len(value), value)
+                    for i in range(200_000)))
+    for _ in range(200_000):
+        assert c.read_reply() == "OK"
+    s.kill9()
+    s.proc = None
+    log = open(s.log_path, "ab")
+    s.proc = subprocess.Popen(s.command_line(), stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    # Hold the writer while the log is still replaying, so the replayed
+    # batch stays with it.
+    held = False
+    deadline = time.time() + 30
+    while time.time() < deadline and not held:
+        try:
+            with socket.create_connection(("127.0.0.1", s.port), timeout=5) as sock:
+                sock.sendall(b"DEBUG WRITER PAUSE\r\nINFO persistence\r\n")
+                reply = b""
+                while b"loading:" not in reply:
+                    chunk = sock.recv(65536)
+                    assert chunk, reply
+                    reply += chunk
+                assert reply.startswith(b"+OK\r\n"), reply[:100]
+                assert b"loading:1" in reply, "the writer was held only after the replay ended"
+                held = True
+        except (ConnectionRefusedError, ConnectionResetError):
+            time.sleep(0.005)
+    assert held
+    other = s.raw()
+    other.sock.settimeout(60)
+    assert wait_until(lambda: other.command("GET", "k1", raise_errors=False) == value, timeout=60)
+    time.sleep(1.5)  # past the seal interval: the replayed writes are with the held writer
+    with socket.create_connection(("127.0.0.1", s.port), timeout=5) as counting:
+        counting.sendall(b"DBSIZE\r\n")
+        assert other.command("PING") == "PONG"
+        assert other.command("GET", "k3") == value
+        counting.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            counting.recv(100)
+        counting.setblocking(True)
+        assert other.command("DEBUG", "WRITER", "RESUME") == "OK"
+        assert counting.recv(100) == b":200000\r\n"
+    assert int(info(other, "keyspace")["db0"].split(",")[0].split("=")[1]) == 200_000
+
+
 def test_save_bgsave_lastsave_and_bgrewriteaof(fresh_server):
     s = fresh_server(args=DEBUG)
     c = s.raw()

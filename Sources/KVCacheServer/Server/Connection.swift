@@ -67,6 +67,8 @@ final class Connection {
     /// A write waiting for room in the memtables, and since when (ms); the
     /// client's later requests wait behind it.
     var parked: (args: [[UInt8]], since: Int64)?
+    /// What is parked waits for exact totals (`Server.waitsForTotals`), not for room.
+    var parkedForTotals = false
 
     /// Reply, then close (QUIT, protocol errors, end of stream).
     var closeAfterReply = false
