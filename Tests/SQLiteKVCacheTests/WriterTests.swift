@@ -292,6 +292,30 @@ struct WriterTests {
         #expect(try engine(tier: 0).count == 6)
     }
 
+    @Test func theTotalsAreResolvedAPartAtATime() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<60 { try e.put(entry("k\(i)", "12345")) }
+        flush(e, writer, lsn: 1)
+        for i in 0..<40 { try e.replayPut(entry("k\(i)", "1")) }  // blind: the file holds them
+        try e.replayDelete(bytes("k50"))
+        #expect(e.totalsPending && e.count == 100)
+        var steps = 0
+        while try !e.resolveTotalsStep(limit: 2) {
+            steps += 1
+            #expect(e.totalsPending)
+            try #require(steps < 10_000)
+        }
+        #expect(steps >= 5)  // 41 blind writes, about 2 a step
+        #expect(!e.totalsPending && e.count == 59 && e.contentBytes == 10 * (2 + 1) + 30 * (3 + 1) + 19 * (3 + 5))
+        #expect(try e.resolveTotalsStep(limit: 2))
+        flush(e, writer, lsn: 2)
+        #expect(e.count == 59)
+        e.close()
+        #expect(try engine(tier: 0).count == 59)
+    }
+
     @Test func liveValuesAreFrozenWhileABatchHoldsThem() throws {
         let e = try engine()
         let writer = BatchWriter(onFinished: {})

@@ -462,6 +462,12 @@ final class KeyTable {
 
     var allUnapplied: [KeySlot] { unappliedIndex.flatMap { $0 } }
 
+    /// The unapplied slots whose digests start with `bucket`'s top
+    /// `indexBits` bits (0 ..< 1 << indexBits), in no order.
+    func unapplied(inBucket bucket: Int) -> [KeySlot] {
+        bucket < unappliedIndex.count ? unappliedIndex[bucket] : []
+    }
+
     /// The digests of the unapplied slots that hold a row (not deletes),
     /// without listing the slots first.
     func unappliedDigestsWithRows() -> [KeyDigest] {
