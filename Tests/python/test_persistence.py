@@ -51,6 +51,25 @@ def record_offsets(path):
     return offsets, len(data)
 
 
+def send_held_sets(c, count, value):
+    """Holds the writer, then acknowledges `count` SETs of k<i> to `value`
+    sent in one go (46 MB for 200,000 of 200 B: the connection's timeout
+    must allow a debug build on a busy machine to read them)."""
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, len(value), value)
+                    for i in range(count)))
+    for _ in range(count):
+        assert c.read_reply() == "OK"
+
+
+def crash_and_respawn(s):
+    """kill -9, then starts the server again without waiting for it to answer."""
+    s.kill9()
+    s.proc = None
+    with open(s.log_path, "ab") as log:
+        s.proc = subprocess.Popen(s.command_line(), stdout=log, stderr=subprocess.STDOUT)
+
+
 def write_held(s, count, prefix="k"):
     """Holds the writer, then acknowledges `count` SETs: they live in memory
     and in the log only. Returns the client."""
@@ -163,18 +182,8 @@ def test_clients_get_loading_while_the_log_replays(fresh_server):
     # 46 MB of requests in one send: a debug build on a busy machine takes
     # longer than the connection's default 10 s to read them all.
     c.sock.settimeout(120)
-    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
-    value = "x" * 200
-    batch = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, len(value), value.encode())
-                     for i in range(200_000))
-    c.send(batch)
-    for _ in range(200_000):
-        assert c.read_reply() == "OK"
-    s.kill9()
-    s.proc = None
-    log = open(s.log_path, "ab")
-    s.proc = subprocess.Popen(s.command_line(), stdout=log, stderr=subprocess.STDOUT)
-    log.close()
+    send_held_sets(c, 200_000, b"x" * 200)
+    crash_and_respawn(s)
     seen_loading = False
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -216,17 +225,9 @@ def test_a_count_waits_for_a_replays_totals_without_stalling_other_clients(fresh
         for _ in range(500):
             assert c.read_reply() == "OK"
     assert c.command("SAVE") == "OK"  # k0..k1999 are in the file
-    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
     value = b"x" * 200
-    c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, len(value), value)
-                    for i in range(200_000)))
-    for _ in range(200_000):
-        assert c.read_reply() == "OK"
-    s.kill9()
-    s.proc = None
-    log = open(s.log_path, "ab")
-    s.proc = subprocess.Popen(s.command_line(), stdout=log, stderr=subprocess.STDOUT)
-    log.close()
+    send_held_sets(c, 200_000, value)
+    crash_and_respawn(s)
     # Hold the writer while the log is still replaying, so the replayed
     # batch stays with it.
     held = False

@@ -310,7 +310,7 @@ extension Server {
     /// `memtable-full-timeout` (a writer failing) runs anyway, exact the
     /// old way; so does one inside EXEC or a script.
     func waitsForTotals(_ command: Command, _ connection: Connection) -> Bool {
-        !totalsToResolve(command, connection).isEmpty
+        !persistence.loading && !totalsToResolve(command, connection).isEmpty
     }
 
     /// The engines whose totals `command` needs exact and that are not yet.

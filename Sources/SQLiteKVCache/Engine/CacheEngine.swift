@@ -400,13 +400,16 @@ public final class CacheEngine {
         guard table.assumedNewCount > 0 else { return }
         finishTakingBack()  // an applied batch's blind writes are corrected as their slots come back
         let blind = table.allUnapplied.filter { $0.assumedNew && $0.inFlight == 0 }.sorted { $0.digest < $1.digest }
-        for slot in blind {
-            if fileMayHold(slot.digest), let old = try file.rowInfo(slot.digest) {
-                totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
-            }
-            slot.assumedNew = false
-            table.assumedNewCount -= 1
+        for slot in blind { try correctBlind(slot) }
+    }
+
+    /// Takes out of the totals what the file held for a blind write's key.
+    private func correctBlind(_ slot: KeySlot) throws(SQLiteKVCache.Error) {
+        if fileMayHold(slot.digest), let old = try file.rowInfo(slot.digest) {
+            totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
         }
+        slot.assumedNew = false
+        table.assumedNewCount -= 1
     }
 
     /// Makes the totals exact a part at a time, for an owner that must not
@@ -427,11 +430,7 @@ public final class CacheEngine {
         while looked < limit && visited < buckets {
             let blind = table.unapplied(inBucket: resolvingBucket).filter { $0.assumedNew && $0.inFlight == 0 }
             for slot in blind.sorted(by: { $0.digest < $1.digest }) {
-                if fileMayHold(slot.digest), let old = try file.rowInfo(slot.digest) {
-                    totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
-                }
-                slot.assumedNew = false
-                table.assumedNewCount -= 1
+                try correctBlind(slot)
                 looked += 1
             }
             resolvingBucket = (resolvingBucket + 1) % buckets
