@@ -219,7 +219,8 @@ extension Server {
             persistence.requestSeal()
             return
         }
-        if !persistence.replaying && connection.fd >= 0 && commandDepth == 0 && waitsForTotals(command, connection) {
+        if parkingCounts && !persistence.replaying && connection.fd >= 0 && commandDepth == 0
+            && waitsForTotals(command, connection) {
             // The writer is correcting a replay's totals: the count waits
             // for it, not the loop (and everyone else).
             connection.parked = (args.copies, Self.nowMilliseconds())
@@ -375,7 +376,10 @@ extension Server {
                 connection.replyError(.memtableFull(config.memtableMaxBytes))
                 countError(.memtableFull(config.memtableMaxBytes))
             } else {
+                // A count resumed runs now, exact or waited out (not parked again).
+                parkingCounts = forRoom
                 Arguments.withCopy(of: args) { execute($0, for: connection) }
+                parkingCounts = true
             }
             if connection.parked == nil { executeBuffered(connection) }
             if connection.parked != nil { still.append(connection) }

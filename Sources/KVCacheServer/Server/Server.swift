@@ -61,6 +61,8 @@ public final class Server {
     static let readChunk = 64 * 1024
     /// Clients whose write waits for room in the memtables.
     var parked: [Connection] = []
+    /// Whether a count may be parked for exact totals (false while a parked one resumes).
+    var parkingCounts = true
     /// The connection the log's command records are replayed on.
     var replayConnection: Connection?
     /// Whether the running command may take more room (Redis's `denyoom`).
