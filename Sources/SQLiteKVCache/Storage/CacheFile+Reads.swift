@@ -282,7 +282,8 @@ public final class HeldReads: @unchecked Sendable {
     /// Unretained: a file's configuration holds this object, so a strong
     /// list would keep a file alive after its engine let go. A file is in
     /// the list exactly while it holds a read transaction, and leaves it
-    /// in `releaseRead()`, which its `deinit` calls. (Not `weak`: a weak
+    /// in `releaseRead()`, or in its `deinit` if let go while holding
+    /// one. (Not `weak`: a weak
     /// reference's side table is reachable only through bits LeakSanitizer
     /// cannot read, so the fuzzer reported it as leaked.)
     private var files: [Unmanaged<CacheFile>] = []
