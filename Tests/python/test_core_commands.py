@@ -893,3 +893,17 @@ def test_help_replies_are_redis_status_lines(server, real_redis, command):
     assert mine[0] == redis[0] and mine[-2:] == redis[-2:] == ["HELP", "    Prints this help."]
     if command in ("XINFO", "XGROUP"):  # every subcommand of Redis's is here: the same lines
         assert mine == redis
+
+
+def test_lolwut_answers_the_version_line_and_version_5_draws_schotter(c):
+    assert c.command("LOLWUT") == b"Redis ver. 7.0.15\n"
+    assert c.command("LOLWUT", "VERSION", "9") == b"Redis ver. 7.0.15\n"
+    text = c.command("LOLWUT", "VERSION", "5", "10", "2", "2").decode()
+    assert text.endswith("\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n")
+    rows = [row for row in text.split("\n")[:-2] if row]
+    # 10 columns: 20 pixels a row, two a Braille character; squares drawn.
+    assert rows and all(len(row) == 10 for row in rows)
+    assert all("\u2800" <= ch <= "\u28ff" for row in rows for ch in row)
+    assert any(ch != "\u2800" for row in rows for ch in row)
+    assert c.command("LOLWUT", "VERSION", "x") == ("error", "ERR value is not an integer or out of range")
+    assert c.command("LOLWUT", "VERSION", "5", "x") == ("error", "ERR value is not an integer or out of range")

@@ -203,6 +203,40 @@ def test_info_counts_the_feeds_and_closing_one_detaches_it(stream, r):
     assert "slave0" in r.info("replication")
 
 
+def test_role_answers_master_with_each_feed_and_its_acknowledged_offset(stream, c):
+    role = c.command("ROLE")
+    assert role[0] == b"master" and isinstance(role[1], int) and role[2] == []
+    feed = stream(handshake=[("REPLCONF", "listening-port", "6380")])
+    feed.s.sendall(encode("REPLCONF", "ACK", "0"))
+    c.command("SET", "k", "v")
+    feed.expect("select *", "set k v")
+    feed.s.sendall(encode("REPLCONF", "ACK", "7"))
+    for _ in range(100):
+        role = c.command("ROLE")
+        if role[2] and role[2][0][2] == b"7":
+            break
+        time.sleep(0.05)
+    assert role[0] == b"master" and role[1] > 0
+    assert role[2] == [[b"127.0.0.1", b"6380", b"7"]]
+
+
+def test_replicaof_no_one_is_ok_on_a_master(c):
+    for command in ("REPLICAOF", "SLAVEOF"):
+        assert c.command(command, "NO", "ONE") == "OK"
+        assert c.command(command, "no", "one") == "OK"
+        assert c.command(command, "127.0.0.1") == ("error", f"ERR wrong number of arguments for '{command.lower()}' command")
+        assert c.command(command, "127.0.0.1", "x") == ("error", "ERR Invalid master port")
+        assert c.command(command, "127.0.0.1", "65536") == ("error", "ERR Invalid master port")
+    assert c.command("ROLE")[0] == b"master"
+
+
+@pytest.mark.kvcache_only
+def test_replicaof_a_master_is_refused(c):
+    reply = c.command("REPLICAOF", "127.0.0.1", "6380")
+    assert reply[0] == "error" and "does not replicate from a master" in reply[1]
+    assert c.command("ROLE")[0] == b"master"
+
+
 def test_the_feed_ignores_acks_and_is_dropped_for_a_command_with_a_reply(stream, r):
     feed = stream()
     feed.s.sendall(encode("REPLCONF", "ACK", "0"))

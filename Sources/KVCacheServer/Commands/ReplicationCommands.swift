@@ -13,7 +13,54 @@ let replicationCommands: [Command] = [
     Command(name: "replconf", arity: -1, flags: ["admin", "noscript", "loading", "stale", "allow_busy"], firstKey: 0,
             lastKey: 0, step: 0, group: "server", summary: "An internal command for configuring the replication stream.",
             handler: replconf),
+    Command(name: "role", arity: 1, flags: ["noscript", "loading", "stale", "fast"], firstKey: 0, lastKey: 0, step: 0,
+            group: "server", summary: "Returns the replication role.", handler: role),
+    Command(name: "replicaof", arity: 3, flags: ["admin", "noscript", "stale", "no_async_loading"], firstKey: 0,
+            lastKey: 0, step: 0, group: "server",
+            summary: "Configures a server as replica of another, or promotes it to a master.",
+            handler: replicaof),
+    Command(name: "slaveof", arity: 3, flags: ["admin", "noscript", "stale", "no_async_loading"], firstKey: 0,
+            lastKey: 0, step: 0, group: "server",
+            summary: "Sets a Redis server as a replica of another, or promotes it to being a master.",
+            handler: replicaof),
 ]
+
+/// ROLE, as a master answers it (this server is never a replica):
+/// `master`, the stream's offset, and each replica's ip, listening port
+/// and the offset it last acknowledged (REPLCONF ACK; 0 before one), as
+/// Redis's roleCommand answers.
+private func role(_ ctx: CommandContext) throws {
+    let c = ctx.connection
+    let replication = ctx.server.replication
+    let replicas = replication.replicas.filter { !$0.closed }
+    c.replyArrayHeader(3)
+    c.replyBulk("master")
+    c.replyInteger(replication.offset)
+    c.replyArrayHeader(replicas.count)
+    for replica in replicas {
+        c.replyArrayHeader(3)
+        c.replyBulk(replica.peerHost)
+        c.replyBulk(String(replica.replicaListeningPort))
+        c.replyBulk(String(replica.replicaAckOffset))
+    }
+}
+
+/// REPLICAOF (SLAVEOF) NO ONE answers +OK, as on a Redis master: this
+/// server is one already. REPLICAOF host port is refused: it feeds
+/// replicas but does not replicate from a master (the `replicaof`
+/// directive says the same).
+private func replicaof(_ ctx: CommandContext) throws {
+    if ctx.option(1) == "no" && ctx.option(2) == "one" {
+        ctx.connection.replyOK()
+        return
+    }
+    if ctx.connection.isReplica { throw ReplyError("ERR Command is not valid when client is a replica.") }
+    guard let port = parseStrictInt64(ctx.args[2]), (0...65535).contains(port) else {
+        throw ReplyError("ERR Invalid master port")
+    }
+    throw ReplyError("ERR kvcache-server does not replicate from a master (it can feed replicas): "
+        + "REPLICAOF NO ONE is the only form it takes")
+}
 
 /// SYNC, and PSYNC replid offset (answered `+FULLRESYNC <replid> <offset>`:
 /// there is no backlog to continue from): the empty RDB, then the stream.

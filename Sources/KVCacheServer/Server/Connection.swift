@@ -40,6 +40,8 @@ final class Connection {
     /// listening-port gave.
     var isReplica = false
     var replicaListeningPort = 0
+    /// The offset its last REPLCONF ACK gave (ROLE's third field of a replica).
+    var replicaAckOffset = 0
     /// Its Pub/Sub channels, patterns and shard channels (Server/PubSub.swift).
     var subscriptions = Subscriptions()
     /// CLIENT TRACKING's state while it is on (Server/Tracking.swift).

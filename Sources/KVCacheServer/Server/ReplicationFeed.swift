@@ -115,6 +115,10 @@ extension Server {
     func replicaInput(_ args: Arguments, from connection: Connection) {
         if args[0].lowercasedText == "replconf", args.count >= 2,
            ["ack", "fack", "getack"].contains(args[1].lowercasedText) {
+            // ACK <offset>: what ROLE and INFO report as the replica's offset.
+            if args[1].lowercasedText == "ack", args.count >= 3, let offset = parseStrictInt64(args[2]) {
+                connection.replicaAckOffset = max(connection.replicaAckOffset, Int(truncatingIfNeeded: offset))
+            }
             return
         }
         let name = commands.lookup(args[0])?.name ?? args[0].lowercasedText
