@@ -907,3 +907,49 @@ def test_lolwut_answers_the_version_line_and_version_5_draws_schotter(c):
     assert any(ch != "\u2800" for row in rows for ch in row)
     assert c.command("LOLWUT", "VERSION", "x") == ("error", "ERR value is not an integer or out of range")
     assert c.command("LOLWUT", "VERSION", "5", "x") == ("error", "ERR value is not an integer or out of range")
+
+
+def test_debug_error_answers_its_argument_as_an_error(fresh_server):
+    c = fresh_server(args=["--enable-debug-command", "yes"]).raw()
+    assert c.command("DEBUG", "ERROR", "LOADING fake message") == ("error", "LOADING fake message")
+    assert c.command("DEBUG", "ERROR", "READONLY a\r\nb") == ("error", "READONLY a  b")
+    assert c.command("PING") == "PONG"
+
+
+def test_module_list_is_empty_and_a_load_fails(c):
+    assert c.command("MODULE", "LIST") == []
+    assert c.command("MODULE", "LIST", "x") == ("error", "ERR wrong number of arguments for 'module|list' command")
+    refused = ("error", "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", "
+               "you can run it from a local connection, otherwise you need to set this option in the configuration "
+               "file, and then restart the server.")
+    assert c.command("MODULE", "UNLOAD", "nosuch") == refused
+    assert c.command("MODULE", "LOAD", "/nonexistent/module.so") == refused
+    assert c.command("MODULE", "NOSUCH") == ("error", "ERR unknown subcommand 'NOSUCH'. Try MODULE HELP.")
+    help_lines = c.command("MODULE", "HELP")
+    assert help_lines[0].startswith("MODULE <subcommand>") and "LIST" in help_lines
+
+
+def test_client_list_takes_type_and_ids(server, c):
+    other = server.raw()
+    assert other.command("CLIENT", "SETNAME", "other") == "OK"
+    other_id = other.command("CLIENT", "ID")
+    mine = c.command("CLIENT", "ID")
+    assert c.command("CLIENT", "LIST", "ID", "99999") == b""
+    listed = c.command("CLIENT", "LIST", "ID", str(other_id), "99999", str(mine)).decode().splitlines()
+    assert [line.split()[0] for line in listed] == ["id=%d" % other_id, "id=%d" % mine]
+    normal = c.command("CLIENT", "LIST", "TYPE", "normal").decode()
+    assert "name=other" in normal and "id=%d " % mine in normal
+    assert c.command("CLIENT", "LIST", "TYPE", "pubsub") == b""
+    assert c.command("CLIENT", "LIST", "TYPE", "replica") == b""
+    assert c.command("CLIENT", "LIST", "TYPE", "nosuch") == ("error", "ERR Unknown client type 'nosuch'")
+    assert c.command("CLIENT", "LIST", "ID", "x") == ("error", "ERR Invalid client ID")
+    assert c.command("CLIENT", "LIST", "x") == ("error", "ERR syntax error")
+    other.close()
+
+
+def test_module_load_fails_where_enable_module_command_allows_it(fresh_server):
+    c = fresh_server(args=["--enable-module-command", "yes"]).raw()
+    assert c.command("MODULE", "UNLOAD", "nosuch") == ("error", "ERR Error unloading module: no such module with that name")
+    assert c.command("MODULE", "LOAD", "/nonexistent/module.so") == (
+        "error", "ERR Error loading the extension. Please check the server logs.")
+    assert c.command("MODULE", "LIST") == []

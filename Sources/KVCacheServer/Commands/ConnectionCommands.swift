@@ -123,8 +123,25 @@ private func client(_ ctx: CommandContext) throws {
         try arity(2)
         c.replyVerbatim(c.infoLine(now: Server.nowMilliseconds()) + "\n")
     case "list":
+        // CLIENT LIST [TYPE type] | [ID id [id ...]] (Redis 7.0's forms).
+        var listed = ctx.server.allConnections
+        if ctx.args.count == 4 && ctx.option(2) == "type" {
+            guard let type = clientType(named: ctx.text(3)) else {
+                throw ReplyError("ERR Unknown client type '\(ctx.text(3))'")
+            }
+            listed = listed.filter { $0.clientType == type }
+        } else if ctx.args.count > 3 && ctx.option(2) == "id" {
+            var ids: [Int64] = []
+            for j in 3..<ctx.args.count {
+                guard let id = parseStrictInt64(ctx.args[j]) else { throw ReplyError("ERR Invalid client ID") }
+                ids.append(id)
+            }
+            listed = ids.compactMap { id in listed.first { $0.id == id } }
+        } else if ctx.args.count != 2 {
+            throw ReplyError.syntax
+        }
         let now = Server.nowMilliseconds()
-        c.replyVerbatim(ctx.server.allConnections.map { $0.infoLine(now: now) + "\n" }.joined())
+        c.replyVerbatim(listed.map { $0.infoLine(now: now) + "\n" }.joined())
     case "kill":
         guard ctx.args.count >= 3 else { throw ReplyError.wrongArity("client|kill") }
         try clientKill(ctx)
@@ -238,10 +255,8 @@ private func clientKill(_ ctx: CommandContext) throws {
         case "addr": address = value
         case "laddr": local = value
         case "type":
-            switch value.lowercased() {
-            case "normal", "master", "slave", "replica", "pubsub": type = value.lowercased()
-            default: throw ReplyError("ERR Unknown client type '\(value)'")
-            }
+            guard let named = clientType(named: value) else { throw ReplyError("ERR Unknown client type '\(value)'") }
+            type = named
         case "user":
             guard let named = ctx.server.acl.user(value) else { throw ReplyError("ERR No such user '\(value)'") }
             user = named
@@ -255,18 +270,28 @@ private func clientKill(_ ctx: CommandContext) throws {
             throw ReplyError.syntax
         }
     }
-    // Redis's client types: a SYNC feed is "replica" (or "slave"), a
-    // subscribed client "pubsub", the others "normal".
-    func matchesType(_ c: Connection) -> Bool {
-        guard let type else { return true }
-        return (type == "slave" ? "replica" : type) == (c.isReplica ? "replica" : c.subscriptions.active ? "pubsub" : "normal")
-    }
     let victims = ctx.server.allConnections.filter { c in
-        matchesType(c) && (user.map { c.user === $0 } ?? true) && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
+        (type.map { c.clientType == $0 } ?? true) && (user.map { c.user === $0 } ?? true) && (id.map { c.id == $0 } ?? true) && (address.map { c.peer == $0 } ?? true)
             && (local.map { c.local == $0 } ?? true) && !(skipMe && c === me)
     }
     me.replyInteger(victims.count)
     for victim in victims { ctx.server.kill(victim, by: me) }
+}
+
+/// A client type as CLIENT LIST and CLIENT KILL name it (Redis's
+/// getClientTypeByName): `slave` is `replica`; nil for an unknown name.
+private func clientType(named name: String) -> String? {
+    switch name.lowercased() {
+    case "normal", "master", "pubsub": return name.lowercased()
+    case "slave", "replica": return "replica"
+    default: return nil
+    }
+}
+
+extension Connection {
+    /// Redis's client type: a SYNC feed is "replica", a subscribed client
+    /// "pubsub", the others "normal" (this server has no master link).
+    var clientType: String { isReplica ? "replica" : subscriptions.active ? "pubsub" : "normal" }
 }
 
 /// WAIT numreplicas timeout: this server has no replicas, so no write ever

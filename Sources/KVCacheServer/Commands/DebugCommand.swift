@@ -11,23 +11,36 @@ import SQLiteKVCache
 let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
-            subcommands: ["change-repl-id", "digest", "digest-value", "help", "htstats", "htstats-key", "jmap", "loadaof",
+            subcommands: ["change-repl-id", "digest", "digest-value", "error", "help", "htstats", "htstats-key", "jmap", "loadaof",
                           "object", "pause-cron", "populate", "protocol", "quicklist-packed-threshold", "reload", "set-active-expire",
                           "sleep", "writer"]),
 ]
 
-private func debug(_ ctx: CommandContext) throws {
-    let setting = ctx.server.config.enableDebugCommand
+/// Redis's protected commands (DEBUG, MODULE LOAD/UNLOAD): refused unless
+/// their `enable-…-command` setting is `yes`, or `local` and the client
+/// came over loopback, with Redis's text.
+func requireEnabled(_ setting: String, _ command: String, by option: String, _ ctx: CommandContext) throws {
     guard setting == "yes" || (setting == "local" && ctx.connection.peerIsLoopback) else {
-        throw ReplyError("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+        throw ReplyError("ERR \(command) command not allowed. If the \(option) option is set to \"local\", "
             + "you can run it from a local connection, otherwise you need to set this option in the configuration "
             + "file, and then restart the server.")
     }
+}
+
+private func debug(_ ctx: CommandContext) throws {
+    try requireEnabled(ctx.server.config.enableDebugCommand, "DEBUG", by: "enable-debug-command", ctx)
     switch ctx.option(1) {
     case "set-active-expire":
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.activeExpire = flag != 0
         ctx.connection.replyOK()
+    case "error" where ctx.args.count == 3:
+        // The argument as an error reply, newlines blanked (clients' tests
+        // fake LOADING, READONLY or OOM with it), as Redis writes it: raw.
+        let text = ctx.args.bytes(2).map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
+        ctx.connection.output.append(0x2D)
+        ctx.connection.output.append(contentsOf: text)
+        ctx.connection.output.append(contentsOf: [0x0D, 0x0A])
     case "pause-cron":
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.cronPaused = flag != 0
@@ -110,6 +123,8 @@ private func debug(_ ctx: CommandContext) throws {
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "DIGEST", "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+            "ERROR <string>", "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
             "LOADAOF", "    Apply every change to SQLite and reopen every cache from its file.",
             "OBJECT <key>", "    Show low level info about the `key` and associated value.",
             "POPULATE <count> [<prefix>] [<size>]", "    Create <count> string keys named key:<num>.",

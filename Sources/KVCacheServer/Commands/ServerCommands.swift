@@ -1,7 +1,7 @@
 import Foundation
 import RESP
 
-/// INFO, COMMAND, CONFIG, FUNCTION.
+/// INFO, COMMAND, CONFIG, MODULE, SHUTDOWN.
 let serverCommands: [Command] = [
     Command(name: "info", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Returns information and statistics about the server.", handler: info),
@@ -11,6 +11,9 @@ let serverCommands: [Command] = [
     Command(name: "config", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for server configuration commands.", handler: config,
             subcommands: ["get", "resetstat", "rewrite", "set"]),
+    Command(name: "module", arity: -2, flags: [], firstKey: 0, lastKey: 0, step: 0,
+            group: "server", summary: "A container for module commands.", handler: module,
+            subcommands: ["help", "list", "load", "loadex", "unload"]),
     Command(name: "shutdown", arity: -1, flags: ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
             firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "Commits everything, closes every cache and stops the server.", handler: shutdown),
@@ -138,6 +141,42 @@ private func commandList(_ ctx: CommandContext, _ table: CommandTable) throws ->
         }
     }
     return names
+}
+
+/// MODULE: this server loads no Redis module (they are C against Redis's
+/// internals), so LIST is empty; LOAD, LOADEX and UNLOAD are refused as
+/// Redis refuses them by default (`enable-module-command no`), and where
+/// that allows them, fail as a module that does not load fails in Redis,
+/// with the reason in the log.
+private func module(_ ctx: CommandContext) throws {
+    let c = ctx.connection
+    let sub = ctx.option(1)
+    // Each subcommand's arity, as Redis's table gives it (negative: at least).
+    let arity = ["help": 2, "list": 2, "load": -3, "loadex": -3, "unload": 3]
+    guard let wanted = arity[sub] else { throw ReplyError.unknownSubcommand(ctx.args[1], of: "module") }
+    guard wanted > 0 ? ctx.args.count == wanted : ctx.args.count >= -wanted else {
+        throw ReplyError.wrongArity("module|\(sub)")
+    }
+    switch sub {
+    case "help":
+        c.replyHelp([
+            "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "LIST", "    Return a list of loaded modules.",
+            "LOAD <path> [<arg> ...]", "    Load a module library from <path>, passing to it any optional arguments.",
+            "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+            "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+            "UNLOAD <name>", "    Unload a module.",
+        ])
+    case "list":
+        c.replyArrayHeader(0)
+    case "unload":
+        try requireEnabled(ctx.server.config.enableModuleCommand, "MODULE", by: "enable-module-command", ctx)
+        throw ReplyError("ERR Error unloading module: no such module with that name")
+    default:  // load, loadex
+        try requireEnabled(ctx.server.config.enableModuleCommand, "MODULE", by: "enable-module-command", ctx)
+        ctx.server.logger.warning("Module \(ctx.text(2)) failed to load: kvcache-server does not load Redis modules")
+        throw ReplyError("ERR Error loading the extension. Please check the server logs.")
+    }
 }
 
 private func config(_ ctx: CommandContext) throws {

@@ -77,5 +77,7 @@ public let usageText = """
            port, bind, dir, databases, max-caches, maxclients, timeout,
            loglevel, logfile, proto-max-bulk-len, client-query-buffer-limit,
            default-capacity, eviction-policy, cache <name> <size> [<policy>],
-           sqlite-cache-size
+           sqlite-cache-size; every directive of kvcache.conf (listed in
+           docs/configuration.md) is taken the same way, e.g.
+           --appendfsync always, --enable-debug-command yes
     """

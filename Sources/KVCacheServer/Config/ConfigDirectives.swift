@@ -216,6 +216,7 @@ extension ServerConfig {
                 .joined(separator: " ")
         }),
         .choice("enable-debug-command", \.enableDebugCommand, ["no", "yes", "local"]),
+        .choice("enable-module-command", \.enableModuleCommand, ["no", "yes", "local"]),
         .size("memory-tier-size", \.memoryTierBytes, live: true),
         .integer("sqlite-max-page-count", \.sqliteMaxPageCount, 0...Int(Int32.max)),
         .size("sqlite-cache-size", \.pageCacheBytes),

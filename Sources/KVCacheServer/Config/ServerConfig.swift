@@ -140,6 +140,8 @@ public struct ServerConfig: Sendable {
     public var latencyTrackingPercentiles: [Double] = [50, 99, 99.9]
     /// Who may run DEBUG: `no`, `yes`, or `local` (loopback clients).
     public var enableDebugCommand = "no"
+    /// MODULE LOAD/LOADEX/UNLOAD's gate, as Redis's (no module ever loads here).
+    public var enableModuleCommand = "no"
     /// The file the configuration was read from, if any.
     public var configFile: String?
     /// Redis's thresholds between small and large collection encodings (OBJECT ENCODING).
