@@ -282,7 +282,7 @@ struct CommandTable: Sendable {
         + observabilityCommands + bitCommands + listCommands + blockingCommands + setCommands + setAlgebraCommands + hashCommands + sortedSetCommands
         + sortedSetAlgebraCommands + collectionScanCommands + sortCommands
         + dumpCommands + persistenceCommands + latencyCommands + memoryCommands + hyperLogLogCommands
-        + scriptingCommands + geoCommands + pubsubCommands + aclCommands + replicationCommands + clusterCommands + lolwutCommands
+        + scriptingCommands + geoCommands + pubsubCommands + aclCommands + replicationCommands + clusterCommands + lolwutCommands + migrateCommands
         + streamCommands + streamReadCommands + streamGroupCommands + streamInfoCommands)
 
     /// The same commands with counters of their own, for one server.

@@ -180,3 +180,63 @@ def test_dumps_restore_in_redis(c, real_redis):
     assert real.command("RESTORE", "w", "0", c.command("DUMP", "w")) == "OK"
     assert sorted(real.command("SMEMBERS", "w")) == [b"a", b"b"]
     real.close()
+
+
+# ---------------------------------------------------------------------------
+# MIGRATE: DUMP, RESTORE and DEL across two servers
+# ---------------------------------------------------------------------------
+
+def test_migrate_moves_a_key_with_its_ttl(server, c, fresh_server):
+    target = fresh_server()
+    there = target.raw()
+    assert c.command("SET", "k", "v", "PX", "100000") == "OK"
+    assert c.command("MIGRATE", "127.0.0.1", str(target.port), "k", "3", "5000") == "OK"
+    assert c.command("EXISTS", "k") == 0
+    assert there.command("SELECT", "3") == "OK"
+    assert there.command("GET", "k") == b"v"
+    assert 0 < there.command("PTTL", "k") <= 100000
+    # Nothing left to move: NOKEY.
+    assert c.command("MIGRATE", "127.0.0.1", str(target.port), "k", "3", "5000") == "NOKEY"
+
+
+def test_migrate_copy_replace_and_keys(server, c, fresh_server):
+    target = fresh_server()
+    there = target.raw()
+    port = str(target.port)
+    assert c.command("RPUSH", "list", "a", "b") == 2
+    assert c.command("SET", "s", "1") == "OK"
+    assert c.command("MIGRATE", "127.0.0.1", port, "", "0", "5000", "COPY", "KEYS", "list", "s", "missing") == "OK"
+    assert c.command("LRANGE", "list", "0", "-1") == [b"a", b"b"]       # COPY: kept here
+    assert there.command("LRANGE", "list", "0", "-1") == [b"a", b"b"]
+    assert there.command("PTTL", "s") == -1
+    # The target holds them now: without REPLACE, its BUSYKEY comes back.
+    assert c.command("MIGRATE", "127.0.0.1", port, "s", "0", "5000") == (
+        "error", "ERR Target instance replied with error: BUSYKEY Target key name already exists.")
+    assert c.command("GET", "s") == b"1"                                 # not deleted
+    assert c.command("SET", "s", "2") == "OK"
+    assert c.command("MIGRATE", "127.0.0.1", port, "s", "0", "5000", "REPLACE") == "OK"
+    assert there.command("GET", "s") == b"2" and c.command("EXISTS", "s") == 0
+
+
+def test_migrate_refuses_bad_arguments_and_unreachable_targets(c):
+    c.command("SET", "k", "v")
+    assert c.command("MIGRATE", "127.0.0.1", "1", "k", "0", "5000", "KEYS", "k") == (
+        "error", "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+    assert c.command("MIGRATE", "127.0.0.1", "1", "k", "0", "5000", "AUTH") == SYNTAX
+    assert c.command("MIGRATE", "127.0.0.1", "1", "k", "0", "5000", "NOSUCH") == SYNTAX
+    assert c.command("MIGRATE", "127.0.0.1", "1", "k", "x", "5000") == NOT_INT
+    # A refused connection shows at the first write, as in Redis.
+    assert c.command("MIGRATE", "127.0.0.1", "1", "k", "0", "5000") == (
+        "error", "IOERR error or timeout writing to target instance")
+    assert c.command("GET", "k") == b"v"
+
+
+def test_migrate_authenticates_to_the_target(server, c, fresh_server):
+    target = fresh_server(args=["--requirepass", "secret"])
+    port = str(target.port)
+    c.command("SET", "k", "v")
+    reply = c.command("MIGRATE", "127.0.0.1", port, "k", "0", "5000", "AUTH", "wrong")
+    assert reply[0] == "error" and reply[1].startswith("ERR Target instance replied with error: WRONGPASS")
+    assert c.command("MIGRATE", "127.0.0.1", port, "k", "0", "5000", "AUTH2", "default", "secret") == "OK"
+    there = target.raw()
+    assert there.command("AUTH", "secret") == "OK" and there.command("GET", "k") == b"v"

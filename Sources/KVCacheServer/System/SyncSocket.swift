@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+
+/// A TCP connection used synchronously, each step bounded by a timeout
+/// (Redis's connSyncWrite and connSyncReadLine, for MIGRATE): the caller
+/// blocks, as Redis's MIGRATE blocks its event loop.
+final class SyncSocket {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    private init(fd: Int32) { self.fd = fd }
+
+    deinit { close(fd) }
+
+    /// Connects to `host` (a name or a numeric address) and `port`
+    /// within `timeout` milliseconds; nil when the name does not resolve
+    /// or the connection times out.
+    static func connect(host: String, port: Int, timeout: Int) -> SyncSocket? {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return nil }
+        defer { freeaddrinfo(found) }
+        var next: UnsafeMutablePointer<addrinfo>? = first
+        while let info = next {
+            next = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | kv_SOCK_NONBLOCK | kv_SOCK_CLOEXEC, 0)
+            guard fd >= 0 else { continue }
+            let socket = SyncSocket(fd: fd)
+            if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return socket }
+            // As Redis's connBlockingConnect: done once the socket polls
+            // ready; a refused connection shows at the first write.
+            if errno == EINPROGRESS && socket.wait(POLLOUT, milliseconds: timeout) { return socket }
+        }
+        return nil
+    }
+
+    /// Waits until the socket is ready for `events` (or has an error the
+    /// next call reports); false on a timeout.
+    private func wait(_ events: Int32, milliseconds: Int) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(events), revents: 0)
+        while true {
+            let ready = poll(&entry, 1, Int32(clamping: milliseconds))
+            if ready < 0 && errno == EINTR { continue }
+            return ready > 0
+        }
+    }
+
+    /// Sends all of `bytes`, each wait at most `timeout` milliseconds.
+    func write(_ bytes: [UInt8], timeout: Int) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                sent += n
+            } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                guard wait(POLLOUT, milliseconds: timeout) else { return false }
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The next line without its CRLF, each wait at most `timeout`
+    /// milliseconds; nil on a timeout, an error or the peer's close.
+    func readLine(timeout: Int) -> [UInt8]? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                var line = Array(buffer[..<newline])
+                buffer.removeFirst(newline + 1)
+                if line.last == 0x0D { line.removeLast() }
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                buffer.append(contentsOf: chunk[..<n])
+            } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                guard wait(POLLIN, milliseconds: timeout) else { return nil }
+            } else {
+                return nil
+            }
+        }
+    }
+}
