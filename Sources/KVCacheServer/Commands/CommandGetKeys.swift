@@ -16,7 +16,7 @@ enum CommandKeys {
         let name = withFlags ? "command|getkeysandflags" : "command|getkeys"
         guard ctx.args.count >= 4 else { throw ReplyError.wrongArity(name) }
         let argv = (2..<ctx.args.count).map { ctx.args.bytes($0) }
-        // A Redis command this server does not run (MIGRATE) still has
+        // A Redis command this server does not run (RESTORE-ASKING) still has
         // Redis's key specs: GETKEYS answers from them, as a
         // table lookup, like Redis (a client computing a key's slot asks).
         let known = ctx.server.commands.lookup(argv[0])
@@ -201,6 +201,8 @@ enum CommandKeys {
                 out.append(Found(index: i, flags: flags))
                 i += step
             }
+            // An incomplete spec (MIGRATE's KEYS) cannot say: the procedure does.
+            if flagList.contains("incomplete") { return nil }
         }
         return out
     }
@@ -213,7 +215,8 @@ enum CommandKeys {
     }
 
     /// Redis's key-finding procedures for the commands whose specs cannot
-    /// say (SORT's STORE, SORT_RO) or whose flags vary (SET, BITFIELD).
+    /// say (SORT's STORE, SORT_RO, MIGRATE's KEYS) or whose flags vary (SET,
+    /// BITFIELD).
     static func procedure(_ name: String, argv: [[UInt8]]) -> [Found]? {
         func lower(_ i: Int) -> String { String(decoding: argv[i].map(asciiLower), as: UTF8.self) }
         let ro: [RESPValue] = [.simpleString("RO"), .simpleString("access")]
@@ -223,6 +226,26 @@ enum CommandKeys {
             return sortKeys(argv)
         case "sort_ro":
             return [Found(index: 1, flags: ro)]
+        case "migrate":
+            // migrateGetKeys: the key at 3, or every argument after KEYS
+            // (none when the key is not ""), skipping AUTH's and AUTH2's.
+            let delete: [RESPValue] = [.simpleString("RW"), .simpleString("access"), .simpleString("delete")]
+            var first = 3, count = 1
+            var i = 6
+            while i < argv.count {
+                switch lower(i) {
+                case "keys":
+                    guard argv[3].isEmpty else { return [] }
+                    first = i + 1
+                    count = argv.count - first
+                    i = argv.count
+                case "auth": i += 1
+                case "auth2": i += 2
+                default: break
+                }
+                i += 1
+            }
+            return (first..<(first + count)).map { Found(index: $0, flags: delete) }
         case "set":
             // setGetKeys: GET makes it read the old value.
             let get = argv.indices.dropFirst(3).contains { lower($0) == "get" }
