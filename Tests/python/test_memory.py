@@ -157,7 +157,10 @@ def test_rss_comes_back_down_once_the_memtable_drains(fresh_server):
     # ~110 MB of writes held in the memtable (the writer paused) with a
     # 1 MB memory tier: once the writer has them in SQLite, the tier keeps
     # 1 MB and the cron trims the heap (glibc kept the freed memory, and
-    # RssAnon stayed at its peak).
+    # RssAnon stayed at its peak, 148 MiB). Trimmed, it has come down by
+    # 47-53 MiB (what stays: the key index, SQLite's page cache, heap pages
+    # that still hold a live block; CI saw 47.9 with a bound of 48). The
+    # bound is 32 MiB, well clear of both.
     s = fresh_server(args=["--memory-tier-size", "1mb", "--enable-debug-command", "yes"])
     c = s.raw()
     assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
@@ -176,9 +179,9 @@ def test_rss_comes_back_down_once_the_memtable_drains(fresh_server):
         fields = dict(line.split(":", 1) for line in c.command("INFO", "persistence").decode().splitlines()
                       if ":" in line)
         low = min(low, rss_anon(s.proc.pid))
-        if fields.get("memtable_bytes") == "0" and low < peak - (48 << 20):
+        if fields.get("memtable_bytes") == "0" and low < peak - (32 << 20):
             break
         time.sleep(0.2)
-    assert low < peak - (48 << 20), (peak, low)
+    assert low < peak - (32 << 20), (peak, low)
     assert c.command("DBSIZE") == 100_000
     assert c.command("STRLEN", "k99999") == 1000
