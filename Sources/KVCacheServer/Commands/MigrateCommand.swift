@@ -86,6 +86,10 @@ private func migrate(_ ctx: CommandContext) throws {
     guard auth.isEmpty || authReply != nil, let selectReply = target.readLine(timeout: milliseconds) else {
         throw ReplyError("IOERR error or timeout reading to target instance")
     }
+    // A refused AUTH or SELECT fails every key. The error quoted is AUTH's,
+    // else SELECT's, else the key's own (Redis's migrateCommand).
+    let isError = { (line: [UInt8]?) in line?.first == UInt8(ascii: "-") }
+    let handshakeError = isError(authReply) ? authReply : isError(selectReply) ? selectReply : nil
     var targetError: [UInt8]?
     var moved: [[UInt8]] = []
     var socketError = false
@@ -94,8 +98,7 @@ private func migrate(_ ctx: CommandContext) throws {
             socketError = true
             break
         }
-        let failed = [authReply, selectReply, reply].first { $0?.first == UInt8(ascii: "-") } ?? nil
-        if let failed {
+        if let failed = handshakeError ?? (isError(reply) ? reply : nil) {
             if targetError == nil { targetError = Array(failed.dropFirst()) }
         } else if !copy {
             _ = try ctx.keyspace.delete(entry.key)

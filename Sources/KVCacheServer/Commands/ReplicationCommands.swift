@@ -32,7 +32,7 @@ let replicationCommands: [Command] = [
 private func role(_ ctx: CommandContext) throws {
     let c = ctx.connection
     let replication = ctx.server.replication
-    let replicas = replication.replicas.filter { !$0.closed }
+    let replicas = ctx.server.openReplicas
     c.replyArrayHeader(3)
     c.replyBulk("master")
     c.replyInteger(replication.offset)

@@ -40,8 +40,11 @@ final class Connection {
     /// listening-port gave.
     var isReplica = false
     var replicaListeningPort = 0
-    /// The offset its last REPLCONF ACK gave (ROLE's third field of a replica).
+    /// The offset its last REPLCONF ACK gave (ROLE's third field of a
+    /// replica), and when that ACK came (ms; SYNC sets it first): INFO's
+    /// `lag` is the seconds since, as Redis's repl_ack_time.
     var replicaAckOffset = 0
+    var replicaAckTime: Int64 = 0
     /// Its Pub/Sub channels, patterns and shard channels (Server/PubSub.swift).
     var subscriptions = Subscriptions()
     /// CLIENT TRACKING's state while it is on (Server/Tracking.swift).

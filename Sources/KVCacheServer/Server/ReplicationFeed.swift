@@ -90,6 +90,7 @@ extension Server {
         connection.output.append(contentsOf: Array("$\(payload.count)\r\n".utf8))
         connection.output.append(contentsOf: payload)
         connection.isReplica = true
+        connection.replicaAckTime = Self.nowMilliseconds()
         connection.replyOff = true
         replication.replicas.append(connection)
         // A new feed starts with no database selected (Redis resets slaveseldb).
@@ -118,6 +119,7 @@ extension Server {
             // ACK <offset>: what ROLE and INFO report as the replica's offset.
             if args[1].lowercasedText == "ack", args.count >= 3, let offset = parseStrictInt64(args[2]) {
                 connection.replicaAckOffset = max(connection.replicaAckOffset, Int(truncatingIfNeeded: offset))
+                connection.replicaAckTime = Self.nowMilliseconds()
             }
             return
         }
@@ -209,13 +211,19 @@ extension Server {
         sendToReplicas(ping)
     }
 
-    /// INFO replication's `connected_slaves` and `slave<n>` lines.
+    /// The feeds still open (ROLE and INFO list these).
+    var openReplicas: [Connection] { replication.replicas.filter { !$0.closed } }
+
+    /// INFO replication's `connected_slaves` and `slave<n>` lines: each
+    /// feed's address, listening port, the offset it last acknowledged and
+    /// the seconds since that ACK, as Redis's genRedisInfoString.
     var replicaInfoLines: [String] {
-        var lines = ["connected_slaves:\(replication.replicas.count)"]
-        for (i, replica) in replication.replicas.enumerated() {
-            let ip = replica.peer.split(separator: ":").dropLast().joined(separator: ":")
-            lines.append("slave\(i):ip=\(ip),port=\(replica.replicaListeningPort),state=online,"
-                + "offset=\(replication.offset),lag=0")
+        let replicas = openReplicas, now = Self.nowMilliseconds()
+        var lines = ["connected_slaves:\(replicas.count)"]
+        for (i, replica) in replicas.enumerated() {
+            let lag = max(0, now - replica.replicaAckTime) / 1000
+            lines.append("slave\(i):ip=\(replica.peerHost),port=\(replica.replicaListeningPort),state=online,"
+                + "offset=\(replica.replicaAckOffset),lag=\(lag)")
         }
         return lines
     }

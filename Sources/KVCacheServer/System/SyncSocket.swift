@@ -75,10 +75,12 @@ final class SyncSocket {
                 if line.last == 0x0D { line.removeLast() }
                 return line
             }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let n = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { chunk in
+                let n = recv(fd, chunk.baseAddress, chunk.count, 0)
+                if n > 0 { buffer.append(contentsOf: chunk[..<n]) }
+                return n
+            }
             if n > 0 {
-                buffer.append(contentsOf: chunk[..<n])
             } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
                 guard wait(POLLIN, milliseconds: timeout) else { return nil }
             } else {
