@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, REDIS, ROOT
+from conftest import BIN, REDIS, ROOT, require_tool
 
 SAMPLE = os.path.join(ROOT, "kvcache.conf")
 
@@ -75,11 +75,14 @@ def test_config_set_errors_and_get_patterns(fresh_server):
     assert c.command("CONFIG", "SET", "nope", "1") == (
         "error", "ERR Unknown option or number of arguments for CONFIG SET - 'nope'")
     assert c.command("CONFIG", "SET", "timeout") == ("error", "ERR wrong number of arguments for 'config|set' command")
+    # Redis 7.0's tls-* settings, every one (those this server does not act
+    # on are accepted, as all of Redis's directives).
     reply = c.command("CONFIG", "GET", "tls-*")
-    ours = {b"tls-auth-clients", b"tls-ca-cert-file", b"tls-cert-file", b"tls-key-file", b"tls-port"}
-    assert set(reply[0::2]) >= ours  # Redis has more tls-* settings
-    if not REDIS:
-        assert sorted(reply[0::2]) == sorted(ours)
+    assert sorted(reply[0::2]) == sorted(b"tls-" + n for n in (
+        b"auth-clients", b"ca-cert-dir", b"ca-cert-file", b"cert-file", b"ciphers", b"ciphersuites", b"client-cert-file",
+        b"client-key-file", b"client-key-file-pass", b"cluster", b"dh-params-file", b"key-file", b"key-file-pass",
+        b"port", b"prefer-server-ciphers", b"protocols", b"replication", b"session-cache-size",
+        b"session-cache-timeout", b"session-caching"))
 
 
 def test_config_set_port_rebinds_and_a_taken_port_changes_nothing(fresh_server):
@@ -304,3 +307,55 @@ def test_replication_and_rdb_settings_are_accepted_and_checked_as_redis(fresh_se
     assert c.command("CONFIG", "GET", "repl-backlog-size") == [b"repl-backlog-size", b"2097152"]
     assert c.command("CONFIG", "SET", "min-slaves-to-write", "1") == "OK"
     assert c.command("CONFIG", "GET", "min-replicas-to-write") == [b"min-replicas-to-write", b"1"]
+
+
+def test_debians_redis_conf_starts_the_server(fresh_server):
+    # Debian's /etc/redis/redis.conf (redis-server 7.0), every directive as
+    # Redis's package ships it, only made to run in the foreground and log
+    # to stdout: a user's redis.conf starts this server as it starts
+    # redis-server (the command line overrides port, bind and dir).
+    require_tool("redis-server")
+    with open("/etc/redis/redis.conf") as f:
+        text = f.read()
+    assert re.search(r"^tcp-backlog 511$", text, re.M) and re.search(r"^oom-score-adj-values ", text, re.M)
+    text = re.sub(r"^daemonize yes$", "daemonize no", text, flags=re.M)
+    text = re.sub(r"^(pidfile|logfile) .*$", lambda m: m.group(1) + ' ""', text, flags=re.M)
+    s = fresh_server(config_text=text)
+    c = s.raw()
+    assert c.command("SET", "k", "v") == "OK" and c.command("GET", "k") == b"v"
+    config = config_get_all(c)
+    for name, value in [("tcp-backlog", "511"), ("tcp-keepalive", "300"), ("oom-score-adj-values", "0 200 800"),
+                        ("repl-diskless-load", "disabled"), ("proc-title-template", "{title} {listen-addr} {server-mode}"),
+                        ("rdbcompression", "yes"), ("dbfilename", "dump.rdb"), ("disable-thp", "yes"), ("hz", "10")]:
+        assert config[name] == value, (name, config.get(name))
+    # Redis's types, bounds and errors; its immutable settings stay so.
+    assert c.command("CONFIG", "SET", "hz", "20", "activedefrag", "no", "shutdown-on-sigterm", "nosave now") == "OK"
+    assert c.command("CONFIG", "GET", "hz") == [b"hz", b"20"]
+    assert c.command("CONFIG", "GET", "shutdown-on-sigterm") == [b"shutdown-on-sigterm", b"nosave now"]
+    assert c.command("CONFIG", "SET", "hz", "x") == set_failed("hz", "argument couldn't be parsed into an integer")
+    assert c.command("CONFIG", "SET", "active-defrag-cycle-max", "100") == set_failed(
+        "active-defrag-cycle-max", "argument must be between 1 and 99 inclusive")
+    assert c.command("CONFIG", "SET", "repl-diskless-load", "sometimes") == set_failed(
+        "repl-diskless-load", "argument(s) must be one of the following: disabled, on-empty-db, swapdb")
+    assert c.command("CONFIG", "SET", "tcp-backlog", "100") == set_failed("tcp-backlog", "can't set immutable config")
+    assert c.command("CONFIG", "SET", "cluster-link-sendbuf-limit", "1mb") == "OK"
+    assert c.command("CONFIG", "GET", "cluster-link-sendbuf-limit") == [b"cluster-link-sendbuf-limit", b"1048576"]
+
+
+def test_redis_test_suite_config_starts_the_server_and_logs_redis_lines(fresh_server):
+    # Redis's own test suite starts `src/redis-server <file>` with the
+    # directives of its tests/assets/default.conf, then waits for " PID: <pid>"
+    # and "Ready to accept connections" in the log before it connects.
+    text = "\n".join([
+        "always-show-logo yes", "notify-keyspace-events KEA", "daemonize no", "timeout 0", "loglevel verbose",
+        "logfile ''", "databases 16", "latency-monitor-threshold 1", "repl-diskless-sync-delay 0", "save 900 1",
+        "rdbcompression yes", "dbfilename dump.rdb", "slave-serve-stale-data yes", "appendonly no",
+        "appendfsync everysec", "no-appendfsync-on-rewrite no", "activerehashing yes", "enable-protected-configs yes",
+        "enable-debug-command yes", "enable-module-command yes", "propagation-error-behavior panic", ""])
+    s = fresh_server(config_text=text)
+    c = s.raw()
+    assert c.command("PING") == "PONG"
+    assert c.command("CONFIG", "GET", "propagation-error-behavior") == [b"propagation-error-behavior", b"panic"]
+    log = s.log()
+    assert " PID: %d" % s.proc.pid in log, log
+    assert "Ready to accept connections" in log, log

@@ -139,9 +139,9 @@ extension ConfigDirective {
     /// A Redis setting accepted with no effect here (`acceptedSettings`):
     /// `check` parses the one argument as Redis would and gives its
     /// rendering.
-    static func accepted(_ name: String, aliases: [String] = [], default value: String,
+    static func accepted(_ name: String, aliases: [String] = [], default value: String, live: Bool = true, words: Bool = false,
                          _ check: @escaping @Sendable (_ args: [String], _ name: String) throws -> String) -> ConfigDirective {
-        ConfigDirective(name: name, aliases: aliases, live: true, apply: { config, args, given in
+        ConfigDirective(name: name, aliases: aliases, live: live, words: words, apply: { config, args, given in
             config.acceptedSettings[name] = try check(args, given)
         }, render: { $0.acceptedSettings[name] ?? value })
     }
@@ -154,14 +154,14 @@ extension ConfigDirective {
     }
 
     static func acceptedInteger(_ name: String, aliases: [String] = [], default value: Int,
-                                _ range: ClosedRange<Int>) -> ConfigDirective {
-        accepted(name, aliases: aliases, default: String(value)) { args, given in
+                                _ range: ClosedRange<Int>, live: Bool = true) -> ConfigDirective {
+        accepted(name, aliases: aliases, default: String(value), live: live) { args, given in
             String(try integerArgument(args, given, range: range))
         }
     }
 
-    static func acceptedYesNo(_ name: String, aliases: [String] = [], default value: Bool) -> ConfigDirective {
-        accepted(name, aliases: aliases, default: value ? "yes" : "no") { args, given in
+    static func acceptedYesNo(_ name: String, aliases: [String] = [], default value: Bool, live: Bool = true) -> ConfigDirective {
+        accepted(name, aliases: aliases, default: value ? "yes" : "no", live: live) { args, given in
             switch try oneArgument(args, given).lowercased() {
             case "yes": return "yes"
             case "no": return "no"
@@ -170,8 +170,37 @@ extension ConfigDirective {
         }
     }
 
-    static func acceptedSize(_ name: String, default value: Int) -> ConfigDirective {
-        accepted(name, default: String(value)) { args, given in String(try sizeArgument(args, given)) }
+    static func acceptedSize(_ name: String, default value: Int, live: Bool = true) -> ConfigDirective {
+        accepted(name, default: String(value), live: live) { args, given in String(try sizeArgument(args, given)) }
+    }
+
+    /// Free text (a path, a host, a password).
+    static func acceptedText(_ name: String, aliases: [String] = [], default value: String, live: Bool = true) -> ConfigDirective {
+        accepted(name, aliases: aliases, default: value, live: live) { args, given in try oneArgument(args, given) }
+    }
+
+    /// One of `options` (any case), or with `flags` one or more of them
+    /// (Redis's MULTI_ARG enum: `shutdown-on-sigterm nosave now`).
+    static func acceptedChoice(_ name: String, aliases: [String] = [], default value: String, _ options: [String],
+                               flags: Bool, live: Bool = true) -> ConfigDirective {
+        accepted(name, aliases: aliases, default: value, live: live, words: flags) { args, given in
+            let words = flags ? args : [try oneArgument(args, given)]
+            guard !words.isEmpty, words.allSatisfy({ options.contains($0.lowercased()) }) else {
+                throw ConfigError("argument(s) must be one of the following: \(options.joined(separator: ", "))")
+            }
+            return words.map { $0.lowercased() }.joined(separator: " ")
+        }
+    }
+
+    /// A file mode in octal (`unixsocketperm 700`), rendered as given.
+    static func acceptedOctal(_ name: String, default value: Int, live: Bool = true) -> ConfigDirective {
+        accepted(name, default: String(value, radix: 8), live: live) { args, given in
+            let text = try oneArgument(args, given)
+            guard let mode = Int(text, radix: 8), (0...0o777).contains(mode) else {
+                throw ConfigError("argument must be between 0 and 777 (octal) inclusive")
+            }
+            return String(mode, radix: 8)
+        }
     }
 }
 
@@ -187,7 +216,7 @@ func oneArgument(_ args: [String], _ name: String) throws -> String {
 /// The one argument as an integer within `range`.
 func integerArgument(_ args: [String], _ name: String, range: ClosedRange<Int>) throws -> Int {
     let text = try oneArgument(args, name)
-    guard let value = Int(text) else { throw ConfigError("argument couldn't be parsed into an integer: '\(text)'") }
+    guard let value = Int(text) else { throw ConfigError("argument couldn't be parsed into an integer") }
     guard range.contains(value) else {
         throw ConfigError("argument must be between \(range.lowerBound) and \(range.upperBound) inclusive")
     }
@@ -198,7 +227,7 @@ func integerArgument(_ args: [String], _ name: String, range: ClosedRange<Int>) 
 func sizeArgument(_ args: [String], _ name: String) throws -> Int {
     let text = try oneArgument(args, name)
     guard let value = parseMemorySize(text) else {
-        throw ConfigError("argument must be a memory value (like 100mb or 1gb): '\(text)'")
+        throw ConfigError("argument must be a memory value")
     }
     return value
 }

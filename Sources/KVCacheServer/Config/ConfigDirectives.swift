@@ -4,7 +4,10 @@ extension ServerConfig {
     /// Every directive, in the order CONFIG GET lists them and CONFIG
     /// REWRITE appends them. `live`: CONFIG SET may change it while the
     /// server runs; `words`: the value is a list of words.
-    static let directives: [ConfigDirective] = [
+    /// Redis's directives that change nothing here
+    /// (RedisAcceptedDirectives.swift, generated from Redis's config.c)
+    /// come first, so a directive of this server's by the same name wins.
+    static let directives: [ConfigDirective] = redisAcceptedDirectives + [
         .integer("port", \.port, 0...65535, live: true),
         ConfigDirective(name: "bind", words: true, apply: { config, args, _ in
             guard !args.isEmpty else { throw ConfigError("'bind' needs at least one address") }
@@ -332,7 +335,7 @@ extension ConfigDirective {
         ConfigDirective(name: name, aliases: aliases, live: true, apply: { config, args, name in
             let text = try oneArgument(args, name)
             guard let value = isSize ? parseMemorySize(text) : Int(text), value >= 0 else {
-                throw ConfigError("argument couldn't be parsed into an integer: '\(text)'")
+                throw ConfigError("argument couldn't be parsed into an integer")
             }
             config.encodingLimits[keyPath: field] = value
         }, render: { "\($0.encodingLimits[keyPath: field])" })

@@ -41,21 +41,35 @@ extension Server {
                 + " " + withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 + " " + withUnsafeBytes(of: &uts.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             let uptime = (now - startedAt) / 1000
+            // Redis's fields in Redis's order (Redis's test suite prints
+            // redis_git_sha1; tools read run_id), with this server's version beside.
+            let hz = config.acceptedSettings["hz"] ?? "10"
             return [
                 "redis_version:\(Self.redisVersion)",
+                "redis_git_sha1:00000000",
+                "redis_git_dirty:0",
+                "redis_build_id:0",
                 "kvcache_version:\(Self.version)",
                 "redis_mode:standalone",
                 "os:\(os)",
                 "arch_bits:64",
+                "monotonic_clock:POSIX clock_gettime",
                 "multiplexing_api:epoll",
+                "atomicvar_api:c11-builtin",
+                "gcc_version:0.0.0",
                 "process_id:\(getpid())",
+                "process_supervised:no",
+                "run_id:\(runID)",
                 "tcp_port:\(config.port)",
                 "server_time_usec:\(now * 1000)",
                 "uptime_in_seconds:\(uptime)",
                 "uptime_in_days:\(uptime / 86400)",
-                "hz:10",
+                "hz:\(hz)",
+                "configured_hz:\(hz)",
+                "lru_clock:\((now / 1000) & ((1 << 24) - 1))",
                 "executable:\(CommandLine.arguments.first ?? "")",
                 "config_file:\(config.configFile ?? "")",
+                "io_threads_active:0",
             ]
         case "clients":
             return [

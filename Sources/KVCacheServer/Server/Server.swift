@@ -25,6 +25,8 @@ public final class Server {
     let startedAt: Int64
     /// A random 40-hex-digit id for INFO replication, as Redis makes one per start.
     let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+    /// INFO's run_id: random at each start, as Redis's (tools tell a restart by it).
+    let runID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
 
     // MARK: The loop
 
@@ -352,8 +354,14 @@ public final class Server {
     /// Serves until SIGTERM or SIGINT, then shuts down cleanly: stops
     /// accepting, sends pending replies, closes every cache.
     public func run() throws {
-        logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol) pid=\(getpid()) "
+        // " PID: <pid>", "Server initialized" and "Ready to accept
+        // connections" are Redis's lines, which Redis's test suite (and
+        // scripts written for redis-server) wait for in the log.
+        logger.notice("kvcache-server \(Self.version) (Redis \(Self.redisVersion) protocol), PID: \(getpid()), "
             + "listening on \(listeningAddresses.joined(separator: ", ")), data directory \(config.dir)")
+        if let path = config.acceptedSettings["unixsocket"], !path.isEmpty {
+            logger.warning("unixsocket \(path) is accepted but not listened on: this server serves TCP (and TLS) only")
+        }
         let heap = mallinfo2()
         startupMemory = Int(heap.uordblks + heap.hblkhd)
         // db0 is every client's first cache: open it now, so a large file's
@@ -363,8 +371,11 @@ public final class Server {
         _ = try? registry.firstCache()
         for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
         _ = scripting  // the interpreters, and the function libraries kept by the last run
+        logger.warning("Server initialized")
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
+        } else {
+            logger.notice("Ready to accept connections")
         }
         if config.rejoinPolicy == .expire {
             rejoin = RejoinPass(startedAt: Self.nowMilliseconds(), window: config.rejoinWindow)
