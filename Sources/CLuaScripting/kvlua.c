@@ -362,11 +362,24 @@ static const char *const allowed_globals[] = {
     NULL,
 };
 
+/// Redis's lua-enable-deprecated-api: these stay too (an immutable setting,
+/// read before the first interpreter is made).
+static const char *const deprecated_globals[] = {"getfenv", "setfenv", "newproxy", NULL};
+static int deprecated_api_enabled = 0;
+
+void kvlua_enable_deprecated_api(int on) { deprecated_api_enabled = on; }
+
 static int allowlist_newindex(lua_State *L) {
     if (lua_gettop(L) != 3) return luaL_error(L, "Wrong number of arguments to luaNewIndexAllowList");
     const char *name = lua_tostring(L, 2);
     if (!name) return 0;
     for (const char *const *allowed = allowed_globals; *allowed; allowed++) {
+        if (strcmp(*allowed, name) == 0) {
+            lua_rawset(L, 1);
+            return 0;
+        }
+    }
+    for (const char *const *allowed = deprecated_globals; deprecated_api_enabled && *allowed; allowed++) {
         if (strcmp(*allowed, name) == 0) {
             lua_rawset(L, 1);
             return 0;

@@ -359,3 +359,30 @@ def test_redis_test_suite_config_starts_the_server_and_logs_redis_lines(fresh_se
     log = s.log()
     assert " PID: %d" % s.proc.pid in log, log
     assert "Ready to accept connections" in log, log
+
+
+def test_save_points_default_and_add_up_as_in_redis(fresh_server):
+    # Redis 7.0: a default list; the first save line replaces it, later
+    # ones (the command line's too) add to it; save "" empties it.
+    s = fresh_server(config_text="save 900 1\n", args=["--save", "100 100"])
+    # Against redis-server the fixture's own --save '' comes between the two.
+    assert s.raw().command("CONFIG", "GET", "save") == [b"save", b"100 100" if REDIS else b"900 1 100 100"]
+    if not REDIS:
+        plain = fresh_server()
+        assert plain.raw().command("CONFIG", "GET", "save") == [b"save", b"3600 1 300 100 60 10000"]
+
+
+@pytest.mark.kvcache_only
+def test_debug_config_rewrite_force_all_writes_a_file_that_starts_the_server(fresh_server):
+    # Every directive written, defaults too; the server started on that file
+    # reads every setting back as it was (Redis's "CONFIG REWRITE sanity").
+    s = fresh_server(config_text="timeout 5\n", args=["--enable-debug-command", "yes"])
+    c = s.raw()
+    before = config_get_all(c)
+    assert c.command("DEBUG", "CONFIG-REWRITE-FORCE-ALL") == "OK"
+    text = open(os.path.join(s.dir, "kvcache.conf")).read()
+    assert "\ntcp-backlog 511\n" in text and "\nmaxmemory 0\n" in text
+    s.config_text = text
+    s.restart()
+    after = config_get_all(s.raw())
+    assert {k: v for k, v in after.items() if k != "port"} == {k: v for k, v in before.items() if k != "port"}

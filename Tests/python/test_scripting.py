@@ -393,3 +393,17 @@ def test_a_script_failing_on_a_refused_call_counts_as_a_failed_eval(r):
         assert r.info("stats")["total_error_replies"] == 1
     finally:
         r.config_set("maxmemory", 0)
+
+
+@pytest.mark.parametrize("enabled", ["no", "yes"])
+def test_lua_enable_deprecated_api_keeps_setfenv_getfenv_and_newproxy(fresh_server, enabled):
+    # Redis 7.0's lua-enable-deprecated-api (immutable): scripts and
+    # functions see setfenv, getfenv and newproxy only when it is yes.
+    c = fresh_server(args=["--lua-enable-deprecated-api", enabled]).raw()
+    for name, use in [("setfenv", "setfenv(function() return 1 end, {})"), ("getfenv", "getfenv(1)"),
+                      ("newproxy", "newproxy()")]:
+        reply = c.command("EVAL", "%s return 0" % use, "0")
+        if enabled == "yes":
+            assert reply == 0, (name, reply)
+        else:
+            assert reply[0] == "error" and "Script attempted to access nonexistent global variable '%s'" % name in reply[1]

@@ -58,6 +58,9 @@ typedef struct kvlua_reply {
 /// A new interpreter: for EVAL scripts (`functions` 0) or for FUNCTION
 /// libraries (1). Never NULL (aborts when out of memory, as Lua does).
 kvlua *kvlua_new(int functions, const kvlua_hooks *hooks, void *ctx);
+/// Keeps getfenv, setfenv and newproxy in interpreters made from now on
+/// (Redis's lua-enable-deprecated-api).
+void kvlua_enable_deprecated_api(int on);
 void kvlua_close(kvlua *engine);
 /// Bytes the interpreter holds (used_memory_lua).
 size_t kvlua_memory(kvlua *engine);

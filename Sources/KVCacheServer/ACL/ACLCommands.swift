@@ -110,7 +110,7 @@ private func acl(_ ctx: CommandContext) throws {
                 + "configuration file set) in order to store users in the Redis configuration.")
         }
         do {
-            try registry.save(to: server.config.aclFile)
+            try registry.save(to: server.config.aclFilePath)
         } catch {
             throw ReplyError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
         }

@@ -234,10 +234,10 @@ extension Server {
             }
         }
         if !config.aclFile.isEmpty {
-            if FileManager.default.fileExists(atPath: config.aclFile) {
+            if FileManager.default.fileExists(atPath: config.aclFilePath) {
                 if let problem = loadACLFile() { throw ConfigError("Aborting Redis startup because of ACL errors: \(problem)") }
             } else {
-                logger.warning("The ACL file \(config.aclFile) does not exist yet: it will be written by ACL SAVE")
+                logger.warning("The ACL file \(config.aclFilePath) does not exist yet: it will be written by ACL SAVE")
             }
         }
     }
@@ -258,9 +258,9 @@ extension Server {
     func loadACLFile(current: Connection? = nil) -> String? {
         let text: String
         do {
-            text = try String(contentsOfFile: config.aclFile, encoding: .utf8)
+            text = try String(contentsOfFile: config.aclFilePath, encoding: .utf8)
         } catch {
-            return "Error loading ACLs, opening file '\(config.aclFile)': \(error.localizedDescription)"
+            return "Error loading ACLs, opening file '\(config.aclFilePath)': \(error.localizedDescription)"
         }
         let users: [ACLUser]
         do {

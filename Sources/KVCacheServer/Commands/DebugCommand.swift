@@ -102,6 +102,9 @@ private func debug(_ ctx: CommandContext) throws {
             throw ReplyError("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
         }
         ctx.connection.replyOK()
+    case "config-rewrite-force-all":
+        // CONFIG REWRITE writing every directive, defaults included.
+        try configRewrite(ctx, forceAll: true)
     case "change-repl-id", "jmap":
         // No replication id to change (no replicas), no heap map to dump.
         ctx.connection.replyOK()
@@ -121,6 +124,9 @@ private func debug(_ ctx: CommandContext) throws {
     case "help":
         ctx.connection.replyHelp([
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CONFIG-REWRITE-FORCE-ALL",
+            "    Like CONFIG REWRITE but writes all configuration options, including",
+            "    keywords not listed in original configuration file or default values.",
             "DIGEST", "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
             "ERROR <string>", "    Return a Redis protocol error with <string> as message. Useful for clients",

@@ -291,12 +291,12 @@ private func shutdown(_ ctx: CommandContext) throws {
 
 /// CONFIG REWRITE: writes the running configuration into the file the server
 /// was started with, atomically (a temporary file, fsync, then rename).
-private func configRewrite(_ ctx: CommandContext) throws {
+func configRewrite(_ ctx: CommandContext, forceAll: Bool = false) throws {
     guard let path = ctx.server.config.configFile else {
         throw ReplyError("ERR The server is running without a config file")
     }
     let original = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-    let text = ctx.server.config.rewritten(original: original)
+    let text = ctx.server.config.rewritten(original: original, forceAll: forceAll)
     let temporary = "\(path).tmp-\(getpid())"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw ReplyError("ERR Rewriting config file: \(String(cString: strerror(errno)))") }

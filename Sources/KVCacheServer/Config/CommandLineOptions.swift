@@ -26,6 +26,7 @@ public func parseCommandLine(_ arguments: [String]) throws -> LaunchRequest {
         return .checkLog(path: paths[0], fix: fix)
     }
     var config = ServerConfig()
+    config.loadingSavePoints = true
     if let first = args.first, !first.hasPrefix("--") {
         let contents: String
         do {
@@ -55,6 +56,7 @@ public func parseCommandLine(_ arguments: [String]) throws -> LaunchRequest {
             throw ConfigError("option \(option) \(values.joined(separator: " ")): \(error.description)")
         }
     }
+    config.loadingSavePoints = false
     return .serve(config)
 }
 

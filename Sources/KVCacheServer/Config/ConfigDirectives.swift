@@ -116,13 +116,20 @@ extension ServerConfig {
         // is the store of record here, and SAVE/BGSAVE apply to it.
         // The value is kept as given (pairs of seconds and changes, or
         // empty), so CONFIG GET and REWRITE show what was set.
+        // As in Redis 7.0: "3600 1 300 100 60 10000" unless set; while the
+        // file and the command line are read, the first `save` replaces
+        // that and later ones add to it (`save ""` empties it); CONFIG SET
+        // replaces it.
         ConfigDirective(name: "save", live: true, words: true, apply: { config, args, _ in
             let words = args.flatMap { $0.split(separator: " ").map(String.init) }
             guard words.count % 2 == 0, words.allSatisfy({ Int($0).map { $0 >= 0 } ?? false }) else {
                 throw ConfigError("Invalid save parameters")
             }
-            config.acceptedSettings["save"] = words.joined(separator: " ")
-        }, render: { $0.acceptedSettings["save"] ?? "" }),
+            let kept = config.loadingSavePoints && config.savePointsGiven && !words.isEmpty
+                ? (config.acceptedSettings["save"] ?? "").split(separator: " ").map(String.init) : []
+            config.acceptedSettings["save"] = (kept + words).joined(separator: " ")
+            config.savePointsGiven = true
+        }, render: { $0.acceptedSettings["save"] ?? "3600 1 300 100 60 10000" }),
         .yesNo("appendonly", \.appendOnly, live: true),
         .choice("appendfsync", \.appendFsync, ["always", "everysec", "no"], live: true),
         ConfigDirective(name: "appenddirname", apply: { config, args, name in

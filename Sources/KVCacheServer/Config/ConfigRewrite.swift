@@ -2,8 +2,9 @@ extension ServerConfig {
     /// The text CONFIG REWRITE writes: `original` with each directive's first
     /// line replaced by its current value (its other lines dropped),
     /// comments and blank lines kept, and directives changed from their
-    /// defaults but absent from the file appended.
-    func rewritten(original: String) -> String {
+    /// defaults but absent from the file appended (with `forceAll`, every
+    /// directive absent from the file: Redis's DEBUG CONFIG-REWRITE-FORCE-ALL).
+    func rewritten(original: String, forceAll: Bool = false) -> String {
         let defaults = ServerConfig()
         var out: [String] = []
         var written = Set<String>()
@@ -31,7 +32,9 @@ extension ServerConfig {
         var added: [String] = []
         for directive in Self.directives where !written.contains(directive.name) {
             if case .replacedBy = directive.rewrite { continue }
-            if directive.render(self) != directive.render(defaults) { added.append(contentsOf: directive.lines(self)) }
+            if forceAll && !directive.hidden || directive.render(self) != directive.render(defaults) {
+                added.append(contentsOf: directive.lines(self))
+            }
         }
         if !added.isEmpty {
             out.append("")

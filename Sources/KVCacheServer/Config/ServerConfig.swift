@@ -104,6 +104,11 @@ public struct ServerConfig: Sendable {
     public var aclUsers: [[String]] = []
     /// `aclfile`: users are kept in this file (ACL SAVE, ACL LOAD) instead.
     public var aclFile = ""
+    /// The ACL file's path: a relative `aclfile` is under `dir`, as in
+    /// Redis (which changes into `dir` at start-up).
+    var aclFilePath: String {
+        aclFile.isEmpty || aclFile.hasPrefix("/") ? aclFile : (dir as NSString).appendingPathComponent(aclFile)
+    }
     /// `acl-pubsub-default`: the channel rights a new user starts with.
     public var aclPubsubDefault = "resetchannels"
     /// `acllog-max-len`: ACL LOG's length.
@@ -173,6 +178,10 @@ public struct ServerConfig: Sendable {
     /// checks them, answered by CONFIG GET, and otherwise unused (no
     /// replica mode and no RDB files here; SYNC feeds are only fed writes).
     var acceptedSettings: [String: String] = [:]
+    /// `save` lines add to each other while the config file and the
+    /// command line are read (`parseCommandLine`), after the first one.
+    var loadingSavePoints = false
+    var savePointsGiven = false
     /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
     var scripting = ScriptingSettings()
 

@@ -1,3 +1,4 @@
+import CLuaScripting
 import Foundation
 import RESP
 import SQLiteKVCache
@@ -42,6 +43,7 @@ final class Scripting: LuaInterpreter.Host {
 
     init(server: Server) {
         self.server = server
+        kvlua_enable_deprecated_api(server.config.acceptedSettings["lua-enable-deprecated-api"] == "yes" ? 1 : 0)
         evalInterpreter = LuaInterpreter(forFunctions: false, host: self)
         functionsInterpreter = LuaInterpreter(forFunctions: true, host: self)
         loadPersistedFunctions()
