@@ -58,6 +58,8 @@ final class Command: Sendable {
     /// EXEC, which the request path asks about for every command (a flag
     /// instead of comparing names three times per request).
     let isExec: Bool
+    /// Redis's `skip_slowlog` (EXEC: the commands it ran are logged instead).
+    let skipsSlowlog: Bool
     /// MULTI, EXEC, DISCARD, WATCH, UNWATCH, QUIT and RESET run at once inside a transaction.
     let isTransactionControl: Bool
     /// What ACL checks know of it: its id, categories, key positions, subcommands.
@@ -89,6 +91,7 @@ final class Command: Sendable {
         self.isWrite = flags.contains("write")
         self.deniesOOM = flags.contains("denyoom")
         self.isExec = name == "exec"
+        self.skipsSlowlog = flags.contains("skip_slowlog")
         self.isTransactionControl = ["multi", "exec", "discard", "watch", "unwatch", "quit", "reset"].contains(name)
         self.aclEntry = ACLCommandCatalog.entry(for: name, flags: flags, fallbackCategories: Self.derivedCategories(flags: flags, group: group),
                                                 firstKey: firstKey, lastKey: lastKey, step: step, subcommands: subcommands)

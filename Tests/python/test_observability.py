@@ -45,6 +45,26 @@ def test_slowlog_records_slow_commands(c):
         c.command("CONFIG", "SET", "slowlog-log-slower-than", "10000")
 
 
+def test_slowlog_logs_what_exec_ran_and_a_blocked_command_once_served(fresh_server):
+    # Redis 7.0: EXEC is not logged (skip_slowlog), the commands it ran
+    # are; a command that blocks is logged when it is served, as sent.
+    s = fresh_server()
+    c, blocked = s.raw(), s.raw()
+    assert c.command("CONFIG", "SET", "slowlog-log-slower-than", "0") == "OK"
+    blocked.send(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nl\r\n$1\r\n0\r\n")
+    for _ in range(100):
+        if b"blocked_clients:1" in c.command("INFO", "clients"):
+            break
+        time.sleep(0.02)
+    assert c.command("MULTI") == "OK"
+    assert c.command("LPUSH", "l", "foo") == "QUEUED"
+    assert c.command("SLOWLOG", "RESET") == "QUEUED"
+    assert c.command("EXEC") == [1, "OK"]
+    assert blocked.read_reply() == [b"l", b"foo"]
+    commands = [entry[3] for entry in c.command("SLOWLOG", "GET", "-1")]
+    assert commands == [[b"BLPOP", b"l", b"0"], [b"SLOWLOG", b"RESET"]], commands  # newest first; no EXEC
+
+
 def test_slowlog_errors(c):
     assert c.command("SLOWLOG", "GET", "-2") == ("error", "ERR count should be greater than or equal to -1")
     assert c.command("SLOWLOG", "NOPE")[1].startswith("ERR unknown subcommand 'NOPE'")

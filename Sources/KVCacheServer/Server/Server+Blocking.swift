@@ -174,6 +174,12 @@ extension Server {
             if let lsn = persistence.commandFinished(recording, cache: state.cache.name, args: args) {
                 client.awaitingLSN = lsn
             }
+            // Served (or failed), it is logged as the client sent it, with
+            // the time it ran, not the time it waited (Redis's updateStatsOnUnblock).
+            let elapsed = Self.monotonicMicroseconds() - began
+            if (failure != nil || !state.waitingAgain) && elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
+                slowlog.record(args, microseconds: Int(elapsed), client: client)
+            }
         }
         state.retrying = false
         state.command.stats.microseconds += Self.monotonicMicroseconds() - began
