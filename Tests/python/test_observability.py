@@ -165,6 +165,30 @@ def test_info_has_redis_default_sections(c):
         assert header in text
 
 
+def test_errorstats_of_a_script_subcommand_and_an_unblocked_client(fresh_server):
+    # Redis's unit/info: a subcommand a script calls counts as itself, and
+    # CLIENT UNBLOCK ... ERROR counts an UNBLOCKED error.
+    s = fresh_server()
+    c, blocked = s.raw(), s.raw()
+    assert c.command("EVAL", "redis.pcall('XGROUP', 'CREATECONSUMER', 's1', 'mygroup', 'consumer') return", "0") is None
+    _, stats = info(c, "commandstats")
+    assert stats["cmdstat_xgroup|createconsumer"].startswith("calls=1,")
+    assert stats["cmdstat_xgroup|createconsumer"].endswith("rejected_calls=0,failed_calls=1")
+    assert stats["cmdstat_eval"].endswith("rejected_calls=0,failed_calls=0")
+    blocked_id = blocked.command("CLIENT", "ID")
+    blocked.send(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nl\r\n$1\r\n0\r\n")
+    for _ in range(100):
+        if b"blocked_clients:1" in c.command("INFO", "clients"):
+            break
+        time.sleep(0.02)
+    assert c.command("CLIENT", "UNBLOCK", blocked_id, "ERROR") == 1
+    assert blocked.read_reply() == ("error", "UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    _, errors = info(c, "errorstats")
+    assert errors["errorstat_UNBLOCKED"] == "count=1"
+    _, stats = info(c, "commandstats")
+    assert stats["cmdstat_blpop"].endswith("rejected_calls=0,failed_calls=1")
+
+
 def test_info_commandstats_and_errorstats(c):
     c.command("GET", "is:k")
     c.command("GET")  # wrong arity: a rejected call

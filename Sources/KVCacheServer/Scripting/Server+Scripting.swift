@@ -45,11 +45,13 @@ extension Server {
         failure = runHandler(command, connection, args)
         if let propagation { propagationEnd(propagation, command, args) }
         let elapsed = Self.monotonicMicroseconds() - began
-        command.stats.calls += 1
-        command.stats.microseconds += elapsed
+        // A container's subcommand counts as itself (xgroup|createconsumer), as outside scripts.
+        let stats = command.stats(for: args)
+        stats.calls += 1
+        stats.microseconds += elapsed
         if let failure {
             connection.replyError(failure)
-            command.stats.failed += 1
+            stats.failed += 1
             countError(failure)
         }
         if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {

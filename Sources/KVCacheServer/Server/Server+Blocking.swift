@@ -234,8 +234,10 @@ extension Server {
     func unblockByRequest(_ id: Int64, error: Bool) -> Bool {
         guard let client = connections.first(where: { $0?.id == id }) ?? nil, client.blocked != nil else { return false }
         if error {
-            client.replyError(ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
+            let failure = ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+            client.replyError(failure)
             client.blocked?.command.stats.failed += 1
+            countError(failure)  // errorstat_UNBLOCKED, as Redis
         } else {
             client.replyNullArray()
         }
