@@ -417,3 +417,24 @@ def test_a_producer_and_a_worker_process_pass_jobs(server, r):
         assert p.exitcode == 0
     assert seen == [b"done:job-%d" % i for i in range(count)]
     assert r.llen("processing") == 0 and r.llen("jobs") == 0
+
+
+def test_a_key_an_exec_let_expire_does_not_serve_a_blocked_client(fresh_server):
+    # Redis's unit/type/list: the blocked client is served after EXEC, at
+    # the time then; the key EXEC pushed has expired by then (DEBUG SLEEP
+    # inside it), so the client stays blocked.
+    s = fresh_server(args=["--enable-debug-command", "yes"])
+    c, blocked = s.raw(), s.raw()
+    assert c.command("DEBUG", "SET-ACTIVE-EXPIRE", "0") == "OK"
+    blocked_id = blocked.command("CLIENT", "ID")
+    blocked.send(b"*3\r\n$5\r\nBRPOP\r\n$1\r\nk\r\n$1\r\n0\r\n")
+    for _ in range(100):
+        if b"blocked_clients:1" in c.command("INFO", "clients"):
+            break
+        time.sleep(0.02)
+    for command in (["MULTI"], ["RPUSH", "k", "hello"], ["PEXPIRE", "k", "100"], ["DEBUG", "SLEEP", "0.2"]):
+        assert c.command(*command) in ("OK", "QUEUED")
+    assert c.command("EXEC") == [1, 1, "OK"]
+    assert b"flags=b" in c.command("CLIENT", "LIST", "ID", blocked_id)
+    assert c.command("CLIENT", "UNBLOCK", blocked_id) == 1
+    assert blocked.read_reply() is None

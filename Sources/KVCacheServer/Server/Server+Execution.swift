@@ -290,6 +290,10 @@ extension Server {
         // Clients blocked on keys this command readied are served once it
         // has ended (after a whole EXEC), its record logged first.
         if commandDepth == 1 && !readyKeys.isEmpty && !persistence.replaying {
+            // Judged by the time now, not the command's start (Redis's
+            // handleClientsBlockedOnKeys updates its cached time): a key an
+            // EXEC made and let expire is no longer there to serve.
+            Self.commandTime = Int64(Self.realtimeMicroseconds() / 1000)
             serveReadyKeys()
             if replicationFeeding { flushPropagation() }
         }
