@@ -45,7 +45,7 @@ struct ConfigTests {
     }
 
     static let badLines: [(String, String)] = [
-        ("port 1 2", "k.conf, line 1 ('port 1 2'): 'port' takes exactly one argument"),
+        ("port 1 2", "k.conf, line 1 ('port 1 2'): wrong number of arguments"),
         ("port x", "k.conf, line 1 ('port x'): argument couldn't be parsed into an integer"),
         ("port 70000", "k.conf, line 1 ('port 70000'): argument must be between 0 and 65535 inclusive"),
         ("bogus 1", "k.conf, line 1 ('bogus 1'): Bad directive or wrong number of arguments: 'bogus'"),
@@ -154,7 +154,7 @@ struct ConfigTests {
             return
         }
         #expect { try parseCommandLine(["--port"]) } throws: { error in
-            (error as? ConfigError)?.description == "option --port : 'port' takes exactly one argument"
+            (error as? ConfigError)?.description == "option 'port': wrong number of arguments"
         }
         #expect { try parseCommandLine(["port", "1"]) } throws: { error in
             (error as? ConfigError)?.description.hasPrefix("can't read the config file port") == true

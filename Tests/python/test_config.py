@@ -386,3 +386,25 @@ def test_debug_config_rewrite_force_all_writes_a_file_that_starts_the_server(fre
     s.restart()
     after = config_get_all(s.raw())
     assert {k: v for k, v in after.items() if k != "port"} == {k: v for k, v in before.items() if k != "port"}
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--port"], "'port'*wrong number of arguments"),
+    (["--port", "6380", "--loglevel"], "'loglevel'*wrong number of arguments"),
+    (["--port", "6379", "6380"], "'port \"6379\" \"6380\"'*wrong number of arguments"),
+    (["--port", "--loglevel", "verbose"], "'port \"--loglevel\" \"verbose\"'*wrong number of arguments"),
+    (["--port", "--bla", "--loglevel", "verbose"], "'port \"--bla\"'*argument couldn't be parsed into an integer"),
+    (["--logfile", "--my--log--file", "--loglevel", "--bla"], "'loglevel \"--bla\"'*argument(s) must be one of the following"),
+    (["--shutdown-on-sigint"], "'shutdown-on-sigint'*argument(s) must be one of the following"),
+    (["--replicaof", "127.0.0.1", "abc"], "'replicaof \"127.0.0.1\" \"abc\"'*Invalid master port"),
+    (["--replicaof", "--127.0.0.1", "--abc"], "'replicaof \"--127.0.0.1\"'*wrong number of arguments"),
+])
+def test_command_line_errors_name_the_option_as_redis_does(args, expected):
+    # Redis's "redis-server command line arguments - error cases": the words
+    # after --name are its values, a --word is a value while the option has
+    # none yet, and the error shows the option as a config line.
+    binary = "redis-server" if REDIS else BIN
+    run = subprocess.run([binary] + args, capture_output=True, text=True, timeout=30)
+    assert run.returncode != 0
+    import fnmatch
+    assert fnmatch.fnmatchcase(run.stdout + run.stderr, "*" + expected.replace("[", "[[]") + "*"), run.stdout + run.stderr

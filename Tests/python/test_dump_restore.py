@@ -240,3 +240,19 @@ def test_migrate_authenticates_to_the_target(server, c, fresh_server):
     assert c.command("MIGRATE", "127.0.0.1", port, "k", "0", "5000", "AUTH2", "default", "secret") == "OK"
     there = target.raw()
     assert there.command("AUTH", "secret") == "OK" and there.command("GET", "k") == b"v"
+
+
+def test_debug_set_skip_checksum_validation(fresh_server):
+    # Redis's corrupt-dump tests: with the checksum check off, RESTORE
+    # takes a payload whose CRC is wrong (its contents still checked).
+    c = fresh_server(args=["--enable-debug-command", "yes"]).raw()
+    assert c.command("RPUSH", "l", "a", "b") == 2
+    payload = c.command("DUMP", "l")
+    bad = payload[:-8] + b"\0" * 8
+    assert c.command("RESTORE", "l2", "0", bad) == ("error", "ERR DUMP payload version or checksum are wrong")
+    assert c.command("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1") == "OK"
+    assert c.command("RESTORE", "l2", "0", bad) == "OK"
+    assert c.command("LRANGE", "l2", "0", "-1") == [b"a", b"b"]
+    assert c.command("RESTORE", "l3", "0", b"\x0e" + bad[1:])[0] == "error"  # contents still checked
+    assert c.command("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "0") == "OK"
+    assert c.command("RESTORE", "l4", "0", bad) == ("error", "ERR DUMP payload version or checksum are wrong")

@@ -67,7 +67,7 @@ def run_file(tree: Path, unit: str, timeout: int, port: int) -> dict:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         timed_out = True
     lines = out.splitlines()
-    passed = [m.group(1) for l in lines if (m := OK.search(l))]
+    passed = sorted({m.group(1) for l in lines if (m := OK.search(l))})  # a name may repeat
     failed = [m.group(1) for l in lines if (m := ERR.search(l))]
     exception = next((m.group(1) for l in lines if (m := EXC.search(l))), None)
     return {"passed": passed, "failed": failed, "exception": exception, "timed_out": timed_out}

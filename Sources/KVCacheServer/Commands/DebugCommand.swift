@@ -11,8 +11,9 @@ import SQLiteKVCache
 let debugCommands: [Command] = [
     Command(name: "debug", arity: -2, flags: ["admin", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0,
             group: "server", summary: "A container for debugging commands.", handler: debug,
-            subcommands: ["change-repl-id", "digest", "digest-value", "error", "help", "htstats", "htstats-key", "jmap", "loadaof",
-                          "object", "pause-cron", "populate", "protocol", "quicklist-packed-threshold", "reload", "set-active-expire",
+            subcommands: ["change-repl-id", "config-rewrite-force-all", "digest", "digest-value", "error", "help", "htstats",
+                          "htstats-key", "jmap", "loadaof", "object", "pause-cron", "populate", "protocol",
+                          "quicklist-packed-threshold", "reload", "set-active-expire", "set-skip-checksum-validation",
                           "sleep", "writer"]),
 ]
 
@@ -30,6 +31,10 @@ func requireEnabled(_ setting: String, _ command: String, by option: String, _ c
 private func debug(_ ctx: CommandContext) throws {
     try requireEnabled(ctx.server.config.enableDebugCommand, "DEBUG", by: "enable-debug-command", ctx)
     switch ctx.option(1) {
+    case "set-skip-checksum-validation":
+        guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
+        ctx.server.skipChecksumValidation = flag != 0
+        ctx.connection.replyOK()
     case "set-active-expire":
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.activeExpire = flag != 0

@@ -54,7 +54,7 @@ private func restore(_ ctx: CommandContext) throws {
     var ttl = try ctx.integer(2)
     guard ttl >= 0 else { throw ReplyError("ERR Invalid TTL value, must be >= 0") }
     let payload = ctx.args.bytes(3)
-    guard RDB.verify(payload) else { throw ReplyError("ERR DUMP payload version or checksum are wrong") }
+    guard RDB.verify(payload, checksum: !ctx.server.skipChecksumValidation) else { throw ReplyError("ERR DUMP payload version or checksum are wrong") }
     let kind: ValueKind, value: [UInt8]
     do {
         (kind, value) = try RDB.load(payload, limits: ctx.limits)

@@ -1,4 +1,5 @@
 import Foundation
+import RESP
 
 /// What the command line asks for.
 public enum LaunchRequest {
@@ -38,22 +39,44 @@ public func parseCommandLine(_ arguments: [String]) throws -> LaunchRequest {
         config.configFile = URL(fileURLWithPath: first).standardizedFileURL.path
         args = args.dropFirst()
     }
-    while let option = args.first {
-        guard option.hasPrefix("--"), option.count > 2 else {
-            throw ConfigError("expected an option like --port, got '\(option)'")
+    // Redis's rules (its main()): `--name` starts an option, unless the
+    // option before it has no value yet, which then takes it (`--port
+    // --bla` gives port the value "--bla"); other words are values of the
+    // option before; `--name value` in one argument is both; a bare
+    // `--save` is `save ""`.
+    var options: [(name: String, values: [String])] = []
+    var lastHasValue = true
+    let rest = Array(args)
+    for (i, arg) in rest.enumerated() {
+        if lastHasValue && arg.hasPrefix("--") {
+            let body = String(arg.dropFirst(2))
+            let words = Array(body.utf8).withUnsafeBytes { splitArguments($0) }?.map { String(decoding: $0, as: UTF8.self) } ?? [body]
+            if words.count > 1 {
+                options.append((words[0], Array(words.dropFirst())))
+            } else {
+                options.append((words.first ?? body, []))
+                lastHasValue = false
+                let nextIsOption = i + 1 < rest.count && rest[i + 1].hasPrefix("--")
+                if body.lowercased() == "save" && (nextIsOption || i + 1 == rest.count) {
+                    options[options.count - 1].values = [""]
+                    lastHasValue = true
+                }
+            }
+        } else {
+            guard !options.isEmpty else { throw ConfigError("expected an option like --port, got '\(arg)'") }
+            options[options.count - 1].values.append(arg)
+            lastHasValue = true
         }
-        args = args.dropFirst()
-        var values: [String] = []
-        while let value = args.first, !value.hasPrefix("--") {
-            values.append(value)
-            args = args.dropFirst()
-        }
-        if option == "--help" { return .help }
-        if option == "--version" { return .version }
+    }
+    for (name, values) in options {
+        if name == "help" && values.isEmpty { return .help }
+        if name == "version" && values.isEmpty { return .version }
         do {
-            try config.apply(String(option.dropFirst(2)), values)
+            try config.apply(name, values)
         } catch let error as ConfigError {
-            throw ConfigError("option \(option) \(values.joined(separator: " ")): \(error.description)")
+            // As Redis shows the line it made of the option: 'port "6379" "6380"'.
+            let line = ([name] + values.map { "\"\($0)\"" }).joined(separator: " ")
+            throw ConfigError("option '\(line)': \(error.description)")
         }
     }
     config.loadingSavePoints = false

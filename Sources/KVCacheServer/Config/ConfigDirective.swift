@@ -207,9 +207,9 @@ extension ConfigDirective {
 // MARK: Argument parsing shared by the directives
 
 /// The one argument of a directive.
-/// - Throws: `'<name>' takes exactly one argument`.
+/// - Throws: Redis's `wrong number of arguments`.
 func oneArgument(_ args: [String], _ name: String) throws -> String {
-    guard args.count == 1 else { throw ConfigError("'\(name)' takes exactly one argument") }
+    guard args.count == 1 else { throw ConfigError("wrong number of arguments") }
     return args[0]
 }
 

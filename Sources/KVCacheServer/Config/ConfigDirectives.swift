@@ -288,6 +288,9 @@ extension ServerConfig {
         // setting reads empty, and a master in a config file is refused.
         ConfigDirective(name: "replicaof", aliases: ["slaveof"], words: true, apply: { _, args, given in
             guard args.allSatisfy(\.isEmpty) else {
+                // Redis's checks first: two arguments, a port.
+                guard args.count == 2 else { throw ConfigError("wrong number of arguments") }
+                guard let port = Int(args[1]), (0...65535).contains(port) else { throw ConfigError("Invalid master port") }
                 throw ConfigError("'\(given)': kvcache-server does not replicate from a master (it can feed replicas)")
             }
         }, render: { _ in "" }),

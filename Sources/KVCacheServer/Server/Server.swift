@@ -163,6 +163,10 @@ public final class Server {
 
     /// DEBUG SET-ACTIVE-EXPIRE: whether expired keys are swept in the background.
     var activeExpire = true
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE takes a payload whatever
+    /// its CRC (Redis's tests of corrupt payloads use it); its version and
+    /// contents are still checked.
+    var skipChecksumValidation = false
     /// DEBUG PAUSE-CRON: the cron's work is skipped while set.
     var cronPaused = false
     static let sweepBatch = 32

@@ -85,11 +85,12 @@ enum RDB {
     }
 
     /// Whether a payload's footer holds a version this server reads and the right checksum.
-    static func verify(_ payload: [UInt8]) -> Bool {
+    static func verify(_ payload: [UInt8], checksum: Bool = true) -> Bool {
         guard payload.count >= 10 else { return false }
         let footer = payload.count - 10
         let payloadVersion = UInt16(payload[footer]) | UInt16(payload[footer + 1]) << 8
         guard payloadVersion <= version else { return false }
+        guard checksum else { return true }  // DEBUG SET-SKIP-CHECKSUM-VALIDATION 1
         var stored: UInt64 = 0
         for i in 0..<8 { stored |= UInt64(payload[footer + 2 + i]) << (8 * UInt64(i)) }
         return crc64(payload[..<(payload.count - 8)]) == stored
