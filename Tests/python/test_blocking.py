@@ -438,3 +438,24 @@ def test_a_key_an_exec_let_expire_does_not_serve_a_blocked_client(fresh_server):
     assert b"flags=b" in c.command("CLIENT", "LIST", "ID", blocked_id)
     assert c.command("CLIENT", "UNBLOCK", blocked_id) == 1
     assert blocked.read_reply() is None
+
+
+def test_client_pause_write_holds_scripts_that_may_write(fresh_server):
+    # Redis's unit/pause: under CLIENT PAUSE WRITE an EVAL without a shebang
+    # or whose shebang lacks no-writes waits (a blocked client in INFO); a
+    # no-writes script and EVAL_RO run at once.
+    s = fresh_server()
+    c, first, second = s.raw(), s.raw(), s.raw()
+    assert c.command("CLIENT", "PAUSE", "60000", "WRITE") == "OK"
+    first.send(b"*3\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n0\r\n")
+    body = b"#!lua\nreturn 2"
+    second.send(b"*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n" % (len(body), body))
+    for _ in range(100):
+        if b"blocked_clients:2" in c.command("INFO", "clients"):
+            break
+        time.sleep(0.02)
+    assert b"blocked_clients:2" in c.command("INFO", "clients")
+    assert c.command("EVAL", "#!lua flags=no-writes\nreturn 3", "0") == 3
+    assert c.command("EVAL_RO", "return 4", "0") == 4
+    assert c.command("CLIENT", "UNPAUSE") == "OK"
+    assert first.read_reply() == 1 and second.read_reply() == 2

@@ -407,3 +407,14 @@ def test_lua_enable_deprecated_api_keeps_setfenv_getfenv_and_newproxy(fresh_serv
             assert reply == 0, (name, reply)
         else:
             assert reply[0] == "error" and "Script attempted to access nonexistent global variable '%s'" % name in reply[1]
+
+
+def test_read_only_scripts_may_not_call_may_replicate_commands(c):
+    # Redis's command table marks PUBLISH, SPUBLISH and PFCOUNT
+    # may_replicate (COMMAND INFO does not show it): EVAL_RO and no-writes
+    # scripts may not call them; a plain EVAL may.
+    for call in ("redis.call('publish','ch','msg')", "redis.call('spublish','ch','msg')", "redis.call('pfcount','hll')"):
+        for command, body in (("EVAL_RO", "return " + call), ("EVAL", "#!lua flags=no-writes\nreturn " + call)):
+            reply = c.command(command, body, "0")
+            assert reply[0] == "error" and reply[1].startswith("ERR Write commands are not allowed from read-only scripts."), reply
+    assert c.command("EVAL", "return redis.call('publish','ch','msg')", "0") == 0

@@ -91,8 +91,12 @@ enum RedisCommandFlags {
             let full = lower + "|" + String(decoding: subcommand.map(asciiLower), as: UTF8.self)
             if let flags = byName[full] { return flags }
         }
-        if let flags = byName[lower] { return flags }
+        if let flags = byName[lower] { return mayReplicate.contains(lower) ? flags.union(["may_replicate"]) : flags }
         return Set(command?.flags ?? [])
     }
+
+    /// Redis's command table sets may_replicate on these (commands.c), which
+    /// its COMMAND INFO leaves out: read-only scripts may not call them.
+    static let mayReplicate: Set<String> = ["pfcount", "publish", "spublish", "eval", "evalsha", "fcall"]
 }
 

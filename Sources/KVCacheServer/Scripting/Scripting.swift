@@ -113,6 +113,21 @@ final class Scripting: LuaInterpreter.Host {
         return sha
     }
 
+    /// Whether EVAL's, EVALSHA's or FCALL's script may write: true unless
+    /// it declares no-writes (a script without a shebang, an unknown sha or
+    /// function may).
+    func mayWrite(_ command: String, _ args: Arguments) -> Bool {
+        guard args.count >= 2 else { return true }
+        let flags: ScriptFlags?
+        switch command {
+        case "eval": flags = (try? Self.shebangFlags(args.bytes(1)))?.flags
+        case "evalsha": flags = scripts[String(decoding: args.bytes(1).map(asciiLower), as: UTF8.self)]?.flags
+        default: flags = libraries.function(named: args.bytes(1))?.flags
+        }
+        guard let flags, !flags.contains(.evalCompat) else { return true }
+        return !flags.contains(.noWrites)
+    }
+
     func scriptExists(_ sha: [UInt8]) -> Bool { scripts[String(decoding: sha, as: UTF8.self)] != nil }
 
     /// SCRIPT FLUSH: a new interpreter and an empty cache.

@@ -200,7 +200,7 @@ extension Server {
             reject(connection, .noReplicas, stats: stats)
             return
         }
-        if !persistence.replaying && connection.fd >= 0 && isPaused(command, connection) {
+        if !persistence.replaying && connection.fd >= 0 && isPaused(command, connection, args) {
             postpone(connection, args)
             return
         }

@@ -43,12 +43,15 @@ extension Server {
     }
 
     /// Whether `command` must wait while clients are paused.
-    func isPaused(_ command: Command, _ connection: Connection) -> Bool {
+    func isPaused(_ command: Command, _ connection: Connection, _ args: Arguments) -> Bool {
         switch pauseType {
         case .off: return false
         case .all: return true
         case .write:
             if command.isWrite || command.flags.contains("may_replicate") { return true }
+            // EVAL, EVALSHA and FCALL may write unless their script says
+            // no-writes (Redis's getCommandFlags: its command flags then).
+            if ["eval", "evalsha", "fcall"].contains(command.name) { return scripting.mayWrite(command.name, args) }
             guard command.isExec, let queued = connection.transaction else { return false }
             return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
         }
