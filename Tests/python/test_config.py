@@ -396,6 +396,8 @@ def test_debug_config_rewrite_force_all_writes_a_file_that_starts_the_server(fre
     (["--port", "--bla", "--loglevel", "verbose"], "'port \"--bla\"'*argument couldn't be parsed into an integer"),
     (["--logfile", "--my--log--file", "--loglevel", "--bla"], "'loglevel \"--bla\"'*argument(s) must be one of the following"),
     (["--shutdown-on-sigint"], "'shutdown-on-sigint'*argument(s) must be one of the following"),
+    (["--shutdown-on-sigint", "now force", "--shutdown-on-sigterm"],
+     "'shutdown-on-sigterm'*argument(s) must be one of the following"),
     (["--replicaof", "127.0.0.1", "abc"], "'replicaof \"127.0.0.1\" \"abc\"'*Invalid master port"),
     (["--replicaof", "--127.0.0.1", "--abc"], "'replicaof \"--127.0.0.1\"'*wrong number of arguments"),
 ])

@@ -184,7 +184,9 @@ extension ConfigDirective {
     static func acceptedChoice(_ name: String, aliases: [String] = [], default value: String, _ options: [String],
                                flags: Bool, live: Bool = true) -> ConfigDirective {
         accepted(name, aliases: aliases, default: value, live: live, words: flags) { args, given in
-            let words = flags ? args : [try oneArgument(args, given)]
+            // One argument of several words is split, as Redis's MULTI_ARG configs ("now force").
+            let words = flags ? (args.count == 1 ? args[0].split(separator: " ").map(String.init) : args)
+                              : [try oneArgument(args, given)]
             guard !words.isEmpty, words.allSatisfy({ options.contains($0.lowercased()) }) else {
                 throw ConfigError("argument(s) must be one of the following: \(options.joined(separator: ", "))")
             }
