@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 import redis
@@ -50,6 +51,15 @@ REDIS = TARGET == "redis"
 redis_only = pytest.mark.skipif(not REDIS, reason="Redis behaviour that kvcache-server documents differently")
 
 free_port = benchlib.free_port
+
+
+def wait_for_blocked(c, n, timeout=5):
+    """Waits until INFO says `n` clients are blocked (a raw client `c`)."""
+    deadline = time.time() + timeout
+    while b"blocked_clients:%d\r\n" % n not in c.command("INFO", "clients"):
+        if time.time() > deadline:
+            raise AssertionError("expected %d blocked clients" % n)
+        time.sleep(0.02)
 
 
 def require_tool(name):

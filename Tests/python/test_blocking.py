@@ -10,7 +10,7 @@ import time
 import pytest
 import redis
 
-from conftest import SYNTAX
+from conftest import SYNTAX, wait_for_blocked
 
 
 def in_background(fn, *args):
@@ -428,10 +428,7 @@ def test_a_key_an_exec_let_expire_does_not_serve_a_blocked_client(fresh_server):
     assert c.command("DEBUG", "SET-ACTIVE-EXPIRE", "0") == "OK"
     blocked_id = blocked.command("CLIENT", "ID")
     blocked.send(b"*3\r\n$5\r\nBRPOP\r\n$1\r\nk\r\n$1\r\n0\r\n")
-    for _ in range(100):
-        if b"blocked_clients:1" in c.command("INFO", "clients"):
-            break
-        time.sleep(0.02)
+    wait_for_blocked(c, 1)
     for command in (["MULTI"], ["RPUSH", "k", "hello"], ["PEXPIRE", "k", "100"], ["DEBUG", "SLEEP", "0.2"]):
         assert c.command(*command) in ("OK", "QUEUED")
     assert c.command("EXEC") == [1, 1, "OK"]
@@ -450,11 +447,7 @@ def test_client_pause_write_holds_scripts_that_may_write(fresh_server):
     first.send(b"*3\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n0\r\n")
     body = b"#!lua\nreturn 2"
     second.send(b"*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n" % (len(body), body))
-    for _ in range(100):
-        if b"blocked_clients:2" in c.command("INFO", "clients"):
-            break
-        time.sleep(0.02)
-    assert b"blocked_clients:2" in c.command("INFO", "clients")
+    wait_for_blocked(c, 2)
     assert c.command("EVAL", "#!lua flags=no-writes\nreturn 3", "0") == 3
     assert c.command("EVAL_RO", "return 4", "0") == 4
     assert c.command("CLIENT", "UNPAUSE") == "OK"

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import REDIS
+from conftest import REDIS, wait_for_blocked
 
 
 @pytest.fixture
@@ -52,10 +52,7 @@ def test_slowlog_logs_what_exec_ran_and_a_blocked_command_once_served(fresh_serv
     c, blocked = s.raw(), s.raw()
     assert c.command("CONFIG", "SET", "slowlog-log-slower-than", "0") == "OK"
     blocked.send(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nl\r\n$1\r\n0\r\n")
-    for _ in range(100):
-        if b"blocked_clients:1" in c.command("INFO", "clients"):
-            break
-        time.sleep(0.02)
+    wait_for_blocked(c, 1)
     assert c.command("MULTI") == "OK"
     assert c.command("LPUSH", "l", "foo") == "QUEUED"
     assert c.command("SLOWLOG", "RESET") == "QUEUED"
@@ -177,10 +174,7 @@ def test_errorstats_of_a_script_subcommand_and_an_unblocked_client(fresh_server)
     assert stats["cmdstat_eval"].endswith("rejected_calls=0,failed_calls=0")
     blocked_id = blocked.command("CLIENT", "ID")
     blocked.send(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nl\r\n$1\r\n0\r\n")
-    for _ in range(100):
-        if b"blocked_clients:1" in c.command("INFO", "clients"):
-            break
-        time.sleep(0.02)
+    wait_for_blocked(c, 1)
     assert c.command("CLIENT", "UNBLOCK", blocked_id, "ERROR") == 1
     assert blocked.read_reply() == ("error", "UNBLOCKED client unblocked via CLIENT UNBLOCK")
     _, errors = info(c, "errorstats")
