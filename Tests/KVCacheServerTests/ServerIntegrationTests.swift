@@ -250,7 +250,7 @@ struct CommandLineTests {
     @Test func badArgumentsExitNonZeroWithAMessage() throws {
         let (status, message) = try exitStatus(["--port", "abc"])
         #expect(status != 0)
-        #expect(message.contains("--port abc"))
+        #expect(message.contains("'port \"abc\"'"))  // the option as Redis shows it: a config line
         #expect(message.contains("integer"))
         let (status2, message2) = try exitStatus(["--no-such-thing", "1"])
         #expect(status2 != 0)
