@@ -22,8 +22,13 @@ struct SlowLog {
     static let maxArguments = 32
     static let maxArgumentBytes = 128
 
+    /// `record` when the command took at least `threshold` (and the log is on).
+    mutating func recordIfSlow(_ args: Arguments, microseconds: Int, client: Connection) {
+        if threshold >= 0 && microseconds >= threshold { record(args, microseconds: microseconds, client: client) }
+    }
+
     /// Keeps a copy of `args` (shortened as Redis does) as the newest entry.
-    mutating func record(_ args: Arguments, microseconds: Int, client: Connection) {
+    private mutating func record(_ args: Arguments, microseconds: Int, client: Connection) {
         var kept: [[UInt8]] = []
         let redacted = ["auth", "hello", "migrate"].contains(args[0].lowercasedText)
         for (i, arg) in args.enumerated() {

@@ -54,9 +54,7 @@ extension Server {
             stats.failed += 1
             countError(failure)
         }
-        if elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
-            slowlog.record(args, microseconds: elapsed, client: connection)
-        }
+        slowlog.recordIfSlow(args, microseconds: elapsed, client: connection)
         _ = persistence.commandFinished(recording, cache: cacheAtStart, args: args)
     }
 

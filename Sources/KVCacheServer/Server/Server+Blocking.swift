@@ -176,9 +176,8 @@ extension Server {
             }
             // Served (or failed), it is logged as the client sent it, with
             // the time it ran, not the time it waited (Redis's updateStatsOnUnblock).
-            let elapsed = Self.monotonicMicroseconds() - began
-            if (failure != nil || !state.waitingAgain) && elapsed >= slowlog.threshold && slowlog.threshold >= 0 {
-                slowlog.record(args, microseconds: Int(elapsed), client: client)
+            if failure != nil || !state.waitingAgain {
+                slowlog.recordIfSlow(args, microseconds: Self.monotonicMicroseconds() - began, client: client)
             }
         }
         state.retrying = false

@@ -281,8 +281,8 @@ extension Server {
         }
         // As Redis's call(): not EXEC (its commands are logged), nor a
         // command that blocked its client (logged once served).
-        if elapsed >= slowlog.threshold && slowlog.threshold >= 0 && !command.skipsSlowlog && connection.blocked == nil {
-            slowlog.record(args, microseconds: elapsed, client: connection)
+        if !command.skipsSlowlog && connection.blocked == nil {
+            slowlog.recordIfSlow(args, microseconds: elapsed, client: connection)
         }
         if let lsn = persistence.commandFinished(recording, cache: cacheAtStart, args: args) {
             connection.awaitingLSN = lsn
