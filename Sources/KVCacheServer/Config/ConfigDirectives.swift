@@ -125,10 +125,8 @@ extension ServerConfig {
             guard words.count % 2 == 0, words.allSatisfy({ Int($0).map { $0 >= 0 } ?? false }) else {
                 throw ConfigError("Invalid save parameters")
             }
-            let kept = config.loadingSavePoints && config.savePointsGiven && !words.isEmpty
-                ? (config.acceptedSettings["save"] ?? "").split(separator: " ").map(String.init) : []
-            config.acceptedSettings["save"] = (kept + words).joined(separator: " ")
-            config.savePointsGiven = true
+            let given = config.loadingSavePoints && !words.isEmpty ? config.acceptedSettings["save"] : nil
+            config.acceptedSettings["save"] = ((given.map { [$0] } ?? []) + words).filter { !$0.isEmpty }.joined(separator: " ")
         }, render: { $0.acceptedSettings["save"] ?? "3600 1 300 100 60 10000" }),
         .yesNo("appendonly", \.appendOnly, live: true),
         .choice("appendfsync", \.appendFsync, ["always", "everysec", "no"], live: true),

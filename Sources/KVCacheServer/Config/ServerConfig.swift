@@ -179,9 +179,9 @@ public struct ServerConfig: Sendable {
     /// replica mode and no RDB files here; SYNC feeds are only fed writes).
     var acceptedSettings: [String: String] = [:]
     /// `save` lines add to each other while the config file and the
-    /// command line are read (`parseCommandLine`), after the first one.
+    /// command line are read (`parseCommandLine`), after the first one
+    /// (the first finds no `acceptedSettings["save"]`).
     var loadingSavePoints = false
-    var savePointsGiven = false
     /// Scripting, HyperLogLog and geo settings (ScriptingSettings.swift).
     var scripting = ScriptingSettings()
 

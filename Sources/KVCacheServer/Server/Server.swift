@@ -24,9 +24,11 @@ public final class Server {
     let logger: Logger
     let startedAt: Int64
     /// A random 40-hex-digit id for INFO replication, as Redis makes one per start.
-    let replicationID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+    let replicationID = Server.randomID()
     /// INFO's run_id: random at each start, as Redis's (tools tell a restart by it).
-    let runID = (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+    let runID = Server.randomID()
+    /// 40 random hex digits, as Redis's run ids and replication ids.
+    static func randomID() -> String { (0..<40).map { _ in String("0123456789abcdef".randomElement()!) }.joined() }
 
     // MARK: The loop
 
