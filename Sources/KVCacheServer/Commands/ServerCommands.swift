@@ -233,14 +233,12 @@ private func config(_ ctx: CommandContext) throws {
 }
 
 /// The directives Redis 7.0 declares IMMUTABLE_CONFIG (CONFIG SET refuses
-/// them whatever the value).
-private let redisImmutableConfigs: Set<String> = [
-    "rdbchecksum", "daemonize", "io-threads-do-reads", "tcp-backlog", "always-show-logo", "syslog-enabled",
-    "cluster-enabled", "disable-thp", "aclfile", "unixsocket", "pidfile", "syslog-ident", "appendfilename",
-    "appenddirname", "supervised", "syslog-facility", "databases", "io-threads", "logfile", "unixsocketperm",
-    "set-proc-title", "cluster-config-file", "cluster-port", "enable-protected-configs", "enable-debug-command",
+/// them whatever the value): these of this server's own, and those of the
+/// table generated from Redis's config.c that CONFIG SET may not change.
+private let redisImmutableConfigs = Set<String>([
+    "daemonize", "aclfile", "appendfilename", "appenddirname", "databases", "logfile", "enable-debug-command",
     "enable-module-command",
-]
+]).union(ServerConfig.redisAcceptedDirectives.filter { !$0.live }.map(\.name))
 
 /// CONFIG SET name value [name value ...]: all or nothing, applied at once.
 /// A `cache` value is a whole line's arguments: "sessions 256mb lru".
