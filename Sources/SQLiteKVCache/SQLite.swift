@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// The thin layer over the SQLite C API. Every SQLite pointer lives in this
 /// file; the rest of the engine sees `SQLiteConnection` and `SQLiteStatement`.
@@ -8,12 +9,22 @@ struct SQLiteFailure: Swift.Error, CustomStringConvertible {
     let code: Int32
     let message: String
     let sql: String?
+    /// The OS error behind an I/O failure (`sqlite3_system_errno`), or 0.
+    var systemErrno: Int32 = 0
 
     /// The primary result code (the low byte of an extended code).
     var primaryCode: Int32 { code & 0xff }
 
+    /// "disk I/O error (code 10)"; an I/O or open failure adds the extended
+    /// code and the OS error ("code 10, extended 4618, errno 2: No such file
+    /// or directory"), the only clue to a failure seen once.
     var description: String {
-        "\(message) (code \(primaryCode))" + (sql.map { " in \($0)" } ?? "")
+        var codes = "code \(primaryCode)"
+        if systemErrno != 0 || (code != primaryCode && [SQLITE_IOERR, SQLITE_CANTOPEN].contains(primaryCode)) {
+            codes += ", extended \(code)"
+        }
+        if systemErrno != 0 { codes += ", errno \(systemErrno): \(String(cString: strerror(systemErrno)))" }
+        return "\(message) (\(codes))" + (sql.map { " in \($0)" } ?? "")
     }
 }
 
@@ -86,7 +97,8 @@ final class SQLiteConnection {
     }
 
     private func failure(_ rc: Int32, sql: String?) -> SQLiteFailure {
-        SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db)), sql: sql)
+        SQLiteFailure(code: rc, message: String(cString: sqlite3_errmsg(db)), sql: sql,
+                      systemErrno: rc & 0xff == SQLITE_IOERR || rc & 0xff == SQLITE_CANTOPEN ? sqlite3_system_errno(db) : 0)
     }
 
     /// Runs one or more statements that return no rows of interest.
