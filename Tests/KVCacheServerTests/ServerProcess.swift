@@ -182,10 +182,12 @@ final class TestClient {
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else {
-            close(fd)
-            throw TestFailure("connect to \(port) failed")
-        }
+        // No close(fd) here: every stored property is set, so a throw runs
+        // deinit, which closes it. Closing here too closed whatever took the
+        // number in between on another test's thread (the retries while a
+        // server starts): a cache's SQLite file ("disk I/O error") or a new
+        // eventfd (epoll_ctl: EPERM).
+        guard rc == 0 else { throw TestFailure("connect to \(port) failed") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }

@@ -134,7 +134,7 @@ def test_restore_survives_mutated_payloads(c):
     c.command("HSET", "h", "f", "v")
     c.command("ZADD", "z", "1", "a", "2", "b")
     bodies = [c.command("DUMP", k)[:-10] for k in ["l", "s", "h", "z"]] + \
-        [bytes.fromhex(p)[:-10] for p in REDIS_PAYLOADS.values()]
+        [bytes.fromhex(p)[:-10] for p in REDIS_PAYLOADS.values()] + list(OLD_ENCODINGS.values())
     rnd = random.Random(7)
     touch = {"list": ("RPOP", "k"), "set": ("SADD", "k", "q"), "hash": ("HSET", "k", "f", "z"),
              "zset": ("ZADD", "k", "5", "q"), "string": ("GET", "k")}
@@ -158,6 +158,130 @@ def test_restore_survives_mutated_payloads(c):
 
 def test_crc64_matches_redis_check_value():
     assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA
+
+
+# Encodings of Redis before 7.0, which Redis 7.0's RESTORE still takes:
+# ziplists (types 10, 12, 13), quicklists of ziplists (14), zipmaps (9).
+
+def rdb_len(n):
+    if n < 64:
+        return bytes([n])
+    if n < 16384:
+        return bytes([0x40 | n >> 8, n & 0xFF])
+    return b"\x80" + n.to_bytes(4, "big")
+
+
+def rdb_string(blob):
+    return rdb_len(len(blob)) + blob
+
+
+def zl_entry(value, prevlen):
+    head = bytes([prevlen]) if prevlen < 254 else b"\xfe" + prevlen.to_bytes(4, "little")
+    if isinstance(value, int):
+        if 0 <= value <= 12:
+            return head + bytes([0xF1 + value])
+        for marker, width in [(0xFE, 1), (0xC0, 2), (0xF0, 3), (0xD0, 4), (0xE0, 8)]:
+            if -(1 << (8 * width - 1)) <= value < 1 << (8 * width - 1):
+                return head + bytes([marker]) + value.to_bytes(width, "little", signed=True)
+    n = len(value)
+    if n < 64:
+        return head + bytes([n]) + value
+    if n < 16384:
+        return head + bytes([0x40 | n >> 8, n & 0xFF]) + value
+    return head + b"\x80" + n.to_bytes(4, "big") + value
+
+
+def ziplist(values, count=None):
+    """A ziplist as Redis 6.2 writes one (zlbytes, zltail, zllen, entries, 0xff)."""
+    entries, prev, tail = b"", 0, 10
+    for value in values:
+        entry = zl_entry(value, prev)
+        tail = 10 + len(entries)
+        entries += entry
+        prev = len(entry)
+    total = 10 + len(entries) + 1
+    count = len(values) if count is None else count
+    return total.to_bytes(4, "little") + tail.to_bytes(4, "little") + count.to_bytes(2, "little") + entries + b"\xff"
+
+
+def zm_len(n, wide=False):
+    return bytes([n]) if n < 254 and not wide else b"\xfe" + n.to_bytes(4, "little")
+
+
+def zipmap(pairs, free=0, count=None, wide=False):
+    """A zipmap as Redis 2.4 writes one: count, then field, value and free bytes."""
+    out = bytes([len(pairs) if count is None else count])
+    for field, value in pairs:
+        out += zm_len(len(field), wide) + field + zm_len(len(value)) + bytes([free]) + value + b"\0" * free
+    return out + b"\xff"
+
+
+OLD_ENCODINGS = {
+    "list_ziplist": bytes([10]) + rdb_string(ziplist([b"a", 5, -100, 1000, 100000, 1 << 40, -(1 << 20), b"x" * 70, 12, 13])),
+    "quicklist": bytes([14, 2]) + rdb_string(ziplist([b"a", b"b"])) + rdb_string(ziplist([7, b"y" * 300])),
+    "hash_ziplist": bytes([13]) + rdb_string(ziplist([b"f1", b"v1", b"n", 42])),
+    "zset_ziplist": bytes([12]) + rdb_string(ziplist([b"a", b"1.5", b"b", 3])),
+    "zipmap": bytes([9]) + rdb_string(zipmap([(b"k1", b"v1"), (b"name", b"z" * 300)], free=2)),
+}
+
+
+def test_restore_takes_the_encodings_of_older_redis(c):
+    for name, body in OLD_ENCODINGS.items():
+        assert c.command("RESTORE", name, "0", with_footer(body)) == "OK", name
+    assert c.command("LRANGE", "list_ziplist", "0", "-1") == [
+        b"a", b"5", b"-100", b"1000", b"100000", b"1099511627776", b"-1048576", b"x" * 70, b"12", b"13"]
+    assert c.command("LRANGE", "quicklist", "0", "-1") == [b"a", b"b", b"7", b"y" * 300]
+    assert c.command("HGETALL", "hash_ziplist") == [b"f1", b"v1", b"n", b"42"]
+    assert c.command("ZRANGE", "zset_ziplist", "0", "-1", "WITHSCORES") == [b"a", b"1.5", b"b", b"3"]
+    assert sorted(c.command("HGETALL", "zipmap")) == sorted([b"k1", b"v1", b"name", b"z" * 300])
+    # Each is an ordinary value from then on: changed, DUMPed and restored again.
+    assert c.command("RPUSH", "list_ziplist", "end") == 11
+    assert c.command("HSET", "hash_ziplist", "n", "43") == 0
+    for name in OLD_ENCODINGS:
+        assert c.command("RESTORE", name + "2", "0", c.command("DUMP", name)) == "OK", name
+    assert c.command("HGET", "hash_ziplist2", "n") == b"43"
+
+
+DAMAGED_OLD_ENCODINGS = {
+    "zlbytes one short": bytes([13]) + rdb_string(b"\x10" + ziplist([b"f", b"v"])[1:]),
+    "a prevlen that is wrong": bytes([10]) + rdb_string(ziplist([b"a", b"b"]).replace(b"\x03\x01b", b"\x02\x01b")),
+    "zllen over the entries": bytes([10]) + rdb_string(ziplist([b"a", b"b"], count=3)),
+    "zltail not at the last entry": bytes([10]) + rdb_string(ziplist([b"a", b"b"])[:4] + b"\x0a\x00\x00\x00" + ziplist([b"a", b"b"])[8:]),
+    "an unknown entry encoding": bytes([10]) + rdb_string(ziplist([b"a", 5]).replace(b"\x03\xf6", b"\x03\xc1")),
+    "a hash ziplist with a field twice": bytes([13]) + rdb_string(ziplist([b"f", b"1", b"f", b"2"])),
+    "a hash ziplist of an odd count": bytes([13]) + rdb_string(ziplist([b"f", b"1", b"g"])),
+    "an empty list ziplist": bytes([10]) + rdb_string(ziplist([])),
+    "a quicklist of one empty ziplist": bytes([14, 1]) + rdb_string(ziplist([])),
+    "an empty zipmap": bytes([9]) + rdb_string(zipmap([])),
+    "a zipmap field's small length in 5 bytes": bytes([9]) + rdb_string(zipmap([(b"k", b"v")], wide=True)),
+    "a zipmap with a field twice": bytes([9]) + rdb_string(zipmap([(b"k", b"v"), (b"k", b"w")])),
+    "a zipmap whose count is wrong": bytes([9]) + rdb_string(zipmap([(b"k", b"v")], count=2)),
+    "a zipmap value past the end": bytes([9]) + rdb_string(zipmap([(b"k", b"v")], free=1)[:-2] + b"\xff"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_OLD_ENCODINGS))
+def test_restore_refuses_damaged_old_encodings(c, damage):
+    reply = c.command("RESTORE", "k", "0", with_footer(DAMAGED_OLD_ENCODINGS[damage]))
+    assert reply == ("error", "ERR Bad data format"), damage
+    assert c.command("EXISTS", "k") == 0
+
+
+@pytest.mark.kvcache_only
+def test_a_refused_payload_logs_redis_reason(server, c):
+    """Redis logs why a payload failed (its rdbReportCorruptRDB line), and
+    Redis's corrupt-dump tests look for it."""
+    for body, reason in [
+        (DAMAGED_OLD_ENCODINGS["a hash ziplist with a field twice"], "Hash ziplist integrity check failed."),
+        (DAMAGED_OLD_ENCODINGS["an empty zipmap"], "Zipmap integrity check failed."),
+        (bytes([12]) + rdb_string(ziplist([b"a"])), "Zset ziplist integrity check failed."),
+        (bytes([4, 2, 1]) + b"a" + bytes([1]) + b"b" + bytes([1]) + b"a" + bytes([1]) + b"d", "Duplicate hash fields detected"),
+    ]:
+        assert c.command("RESTORE", "k", "0", with_footer(body)) == ("error", "ERR Bad data format")
+        deadline = time.time() + 5
+        while "-> " + reason not in server.log() and time.time() < deadline:
+            time.sleep(0.05)
+        assert "Internal error in RDB reading offset 0, function at rdb.c:0 -> " + reason in server.log()
 
 
 @pytest.mark.kvcache_only

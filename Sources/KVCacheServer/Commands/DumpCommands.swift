@@ -59,6 +59,8 @@ private func restore(_ ctx: CommandContext) throws {
     do {
         (kind, value) = try RDB.load(payload, limits: ctx.limits)
     } catch {
+        // Redis's rdbReportCorruptRDB line (RESTORE goes on serving).
+        ctx.server.logger.warning("Internal error in RDB reading offset 0, function at rdb.c:0 -> \(error.reason)")
         throw ReplyError("ERR Bad data format")
     }
     let now = ctx.now

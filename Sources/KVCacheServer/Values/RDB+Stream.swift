@@ -106,7 +106,9 @@ extension RDB {
             let lastID = StreamID(ms: try reader.length64(), seq: try reader.length64())
             let entriesRead = type == streamListpacks2 ? Int64(bitPattern: try reader.length64())
                 : stream.estimatedEntriesRead(at: lastID) ?? StreamGroup.unknownEntriesRead
-            guard stream.groups[name] == nil else { throw BadFormat() }
+            guard stream.groups[name] == nil else {
+                throw BadFormat(reason: "Duplicated consumer group name \(String(decoding: name, as: UTF8.self))")
+            }
             var group = StreamGroup(name: name, lastID: lastID, entriesRead: entriesRead)
             var pending: [StreamID: (time: Int64, count: UInt64)] = [:]
             for _ in 0..<(try reader.length64()) {
@@ -115,18 +117,25 @@ extension RDB {
                 let count = try reader.length64()
                 guard pending.updateValue((time, count), forKey: id) == nil else { throw BadFormat() }
             }
+            var assigned = Set<StreamID>()
             for _ in 0..<(try reader.length64()) {
                 let consumer = try reader.string()
-                guard group.createConsumer(consumer, now: try reader.millisecondTime()) else { throw BadFormat() }
+                guard group.createConsumer(consumer, now: try reader.millisecondTime()) else {
+                    throw BadFormat(reason: "Duplicate stream consumer detected.")
+                }
                 for _ in 0..<(try reader.length64()) {
-                    guard let id = StreamID(bigEndian: try reader.take(16)),
-                          let nack = pending.removeValue(forKey: id),
-                          group.loadPending(id, StreamNACK(deliveryTime: nack.time, deliveryCount: nack.count, consumer: consumer))
+                    guard let id = StreamID(bigEndian: try reader.take(16)) else { throw BadFormat() }
+                    guard let nack = pending.removeValue(forKey: id) else {
+                        throw BadFormat(reason: assigned.contains(id) ? "Stream consumer PEL entry already has a consumer assigned"
+                                                                      : "Consumer entry not found in group global PEL")
+                    }
+                    assigned.insert(id)
+                    guard group.loadPending(id, StreamNACK(deliveryTime: nack.time, deliveryCount: nack.count, consumer: consumer))
                     else { throw BadFormat() }
                 }
             }
             // Every pending entry must belong to a consumer.
-            guard pending.isEmpty else { throw BadFormat() }
+            guard pending.isEmpty else { throw BadFormat(reason: "Stream CG PEL entry without consumer") }
             stream.groups[name] = group
         }
         return stream

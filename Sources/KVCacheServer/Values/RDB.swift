@@ -9,20 +9,47 @@ import SQLiteKVCache
 // bits, strings over 20 bytes LZF-compressed when that helps), and
 // collections in the plain RDB encodings every Redis since 2.x loads:
 // RDB_TYPE_LIST, RDB_TYPE_SET, RDB_TYPE_HASH and RDB_TYPE_ZSET_2; streams
-// as Redis 7.0 writes them (RDB+Stream.swift). RESTORE reads those and the
-// compact ones Redis 7.0 writes: quicklists of listpacks, intsets, and
-// hashes and sorted sets as listpacks.
+// as Redis 7.0 writes them (RDB+Stream.swift). RESTORE reads those, the
+// compact ones Redis 7.0 writes (quicklists of listpacks, intsets, and
+// hashes and sorted sets as listpacks), and those of older Redis that 7.0
+// still reads (ziplists, quicklists of ziplists, zipmaps: Ziplist.swift).
 
 enum RDB {
     static let version: UInt16 = 10
 
     enum ObjectType: UInt8 {
         case string = 0, list = 1, set = 2, zset = 3, hash = 4, zset2 = 5
-        case setIntset = 11, streamListpacks = 15, hashListpack = 16, zsetListpack = 17, listQuicklist2 = 18
+        case hashZipmap = 9, listZiplist = 10, setIntset = 11, zsetZiplist = 12, hashZiplist = 13, listQuicklist = 14
+        case streamListpacks = 15, hashListpack = 16, zsetListpack = 17, listQuicklist2 = 18
         case streamListpacks2 = 19
+
+        /// Redis's `rdbReportCorruptRDB` text for a value of this type that
+        /// fails its check, when no more precise one was given.
+        var integrityFailure: String {
+            switch self {
+            case .string: "Unknown RDB string encoding"
+            case .list, .listQuicklist: "Ziplist integrity check failed."
+            case .listQuicklist2: "Listpack integrity check failed."
+            case .listZiplist: "List ziplist integrity check failed."
+            case .set: "Duplicate set members detected"
+            case .setIntset: "Intset integrity check failed."
+            case .zset, .zset2: "Duplicate zset fields detected"
+            case .zsetZiplist: "Zset ziplist integrity check failed."
+            case .zsetListpack: "Zset listpack integrity check failed."
+            case .hash: "Duplicate hash fields detected"
+            case .hashZipmap: "Zipmap integrity check failed."
+            case .hashZiplist: "Hash ziplist integrity check failed."
+            case .hashListpack: "Hash listpack integrity check failed."
+            case .streamListpacks, .streamListpacks2: "Stream listpack integrity check failed."
+            }
+        }
     }
 
-    struct BadFormat: Error {}
+    /// A payload this server cannot read; `reason` is the line Redis logs
+    /// for it ("Hash ziplist integrity check failed."), empty until known.
+    struct BadFormat: Error {
+        var reason = ""
+    }
 
     // MARK: CRC64
 
@@ -101,7 +128,16 @@ enum RDB {
     /// - Throws: `BadFormat` for anything this server cannot read.
     static func load(_ payload: [UInt8], limits: EncodingLimits) throws(BadFormat) -> (ValueKind, [UInt8]) {
         var reader = RDBReader(bytes: payload, end: payload.count - 10)
-        guard let type = ObjectType(rawValue: try reader.byte()) else { throw BadFormat() }
+        let byte = try reader.byte()
+        guard let type = ObjectType(rawValue: byte) else { throw BadFormat(reason: "Unknown RDB encoding type \(byte)") }
+        do {
+            return try load(type, &reader, limits: limits)
+        } catch {
+            throw BadFormat(reason: error.reason.isEmpty ? type.integrityFailure : error.reason)
+        }
+    }
+
+    private static func load(_ type: ObjectType, _ reader: inout RDBReader, limits: EncodingLimits) throws(BadFormat) -> (ValueKind, [UInt8]) {
         switch type {
         case .string:
             return (.string, try reader.string())
@@ -110,18 +146,28 @@ enum RDB {
             let list = ListValue()
             for _ in 0..<count { list.append(try reader.string()) }
             return (.list, list.encoded())
-        case .listQuicklist2:
+        case .listQuicklist2, .listQuicklist:
             let nodes = try reader.nonEmptyLength()
             let list = ListValue()
             for _ in 0..<nodes {
-                let container = try reader.length()
+                let container = type == .listQuicklist ? 2 : try reader.length()
                 let blob = try reader.string()
+                guard !blob.isEmpty else { throw BadFormat() }
                 switch container {
                 case 1: list.append(blob)  // a plain node: one large element
-                case 2: for element in try Listpack.elements(blob) { list.append(element) }
-                default: throw BadFormat()
+                case 2:
+                    // An empty node is skipped, as Redis skips it (an empty list is refused below).
+                    for element in type == .listQuicklist ? try Ziplist.elements(blob) : try Listpack.elements(blob) {
+                        list.append(element)
+                    }
+                default: throw BadFormat(reason: "Quicklist integrity check failed.")
                 }
             }
+            guard !list.isEmpty else { throw BadFormat() }
+            return (.list, list.encoded())
+        case .listZiplist:
+            let list = ListValue()
+            for element in try Ziplist.elements(try reader.string()) { list.append(element) }
             guard !list.isEmpty else { throw BadFormat() }
             return (.list, list.encoded())
         case .set, .setIntset:
@@ -135,19 +181,28 @@ enum RDB {
             }
             set.settleEncoding(limits: limits)
             return (.set, set.encoded())
-        case .hash, .hashListpack:
-            let items = type == .hash ? try reader.strings(2 * (try reader.nonEmptyLength())) : try Listpack.elements(try reader.string())
+        case .hash, .hashListpack, .hashZiplist, .hashZipmap:
+            let items: [[UInt8]]
+            switch type {
+            case .hash: items = try reader.strings(2 * (try reader.nonEmptyLength()))
+            case .hashZiplist: items = try Ziplist.elements(try reader.string())
+            case .hashZipmap: items = try Zipmap.pairs(try reader.string())
+            default: items = try Listpack.elements(try reader.string())
+            }
             guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
             let hash = HashValue()
             for i in stride(from: 0, to: items.count, by: 2) {
-                guard hash.set(items[i], items[i + 1]) else { throw BadFormat() }
+                guard hash.set(items[i], items[i + 1]) else {
+                    throw BadFormat(reason: type == .hashZipmap ? "Hash zipmap with dup elements, or big length (\(items[i].count))" : "")
+                }
             }
             hash.settleEncoding(limits: limits)
             return (.hash, hash.encoded())
-        case .zset, .zset2, .zsetListpack:
+        case .zset, .zset2, .zsetListpack, .zsetZiplist:
             let zset = ZSetValue()
-            if type == .zsetListpack {
-                let items = try Listpack.elements(try reader.string())
+            if type == .zsetListpack || type == .zsetZiplist {
+                let blob = try reader.string()
+                let items = type == .zsetZiplist ? try Ziplist.elements(blob) : try Listpack.elements(blob)
                 guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
                 for i in stride(from: 0, to: items.count, by: 2) {
                     guard let score = parseScoreBound(items[i + 1]), !score.exclusive, zset.score(items[i]) == nil else {
@@ -160,7 +215,8 @@ enum RDB {
                 for _ in 0..<count {
                     let member = try reader.string()
                     let score = type == .zset2 ? try reader.binaryDouble() : try reader.textDouble()
-                    guard !score.isNaN, zset.score(member) == nil else { throw BadFormat() }
+                    guard !score.isNaN else { throw BadFormat(reason: "Zset with NAN score detected") }
+                    guard zset.score(member) == nil else { throw BadFormat() }
                     zset.set(member, score: score)
                 }
             }
