@@ -80,6 +80,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "commit_durability: needs acknowledged writes to survive a crash (not appendonly no)")
     config.addinivalue_line("markers", "slow: long tests (many clients, crash cycles) run in one pass only; "
                                        "KVCACHE_SLOW=0 skips them")
+    config.addinivalue_line("markers", "loop_only: long runs of commands on the loop thread alone (random "
+                                       "differential runs against redis-server, nodes behind nutcracker), which "
+                                       "add no thread interplay the rest lacks: the ThreadSanitizer pass skips them")
 
 
 def pytest_collection_modifyitems(config, items):

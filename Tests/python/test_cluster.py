@@ -40,7 +40,7 @@ if NUTCRACKER is None:
 
 # The nodes are kvcache-servers: a restarted node must come back with its
 # data, which Redis without persistence does not do.
-pytestmark = pytest.mark.kvcache_only
+pytestmark = [pytest.mark.kvcache_only, pytest.mark.loop_only]
 
 # The proxy's failure handling, short for the tests (docs/cluster.md gives
 # the values scripts/cluster writes): a node that fails FAILURE_LIMIT

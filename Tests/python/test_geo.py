@@ -65,6 +65,7 @@ def test_searches(r, c):
         r.execute_command("GEORADIUSBYMEMBER", "Sicily", "Rome", 1, "km")
 
 
+@pytest.mark.loop_only
 def test_random_searches_answer_as_a_live_redis(r, real_redis):
     other = real_redis.client()
     other.flushall()

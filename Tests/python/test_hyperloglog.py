@@ -51,6 +51,7 @@ def test_dump_restores_as_the_same_hll(r):
     assert r.pfcount("copy") == r.pfcount("h")
 
 
+@pytest.mark.loop_only
 def test_random_inputs_count_as_on_a_live_redis(r, real_redis):
     other = real_redis.client()
     other.flushall()

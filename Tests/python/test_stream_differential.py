@@ -11,7 +11,7 @@ import re
 import pytest
 import redis
 
-pytestmark = pytest.mark.kvcache_only
+pytestmark = [pytest.mark.kvcache_only, pytest.mark.loop_only]
 
 KEYS, GROUPS, CONSUMERS = ["s1", "s2"], ["g1", "g2"], ["c1", "c2", "c3", ""]
 
