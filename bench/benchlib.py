@@ -486,7 +486,13 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0, host: s
                 # -LOADING, or closed without a reply: a server that is
                 # exiting (a refused start) or not yet answering. Ask again.
         except OSError:
-            return  # refused for another reason: not loading
+            # Refused or reset: a server exiting (a refused start, once it
+            # listened) or one refusing for another reason (not loading).
+            try:
+                proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                return
+            raise RuntimeError(f"server exited with {proc.returncode}")
         time.sleep(0.02)
     raise RuntimeError(f"server still loading after {timeout}s")
 
@@ -833,7 +839,10 @@ class Client:
         return self.read_reply(raise_errors)
 
     def is_closed(self, timeout: float = 5) -> bool:
-        """True when the server closes the connection (EOF) within `timeout`."""
+        """True when the server closes the connection (EOF) within `timeout`.
+        The socket's own timeout is restored after (a read after this waits
+        as long as before, not `timeout`)."""
+        kept = self.sock.gettimeout()
         self.sock.settimeout(timeout)
         try:
             while True:
@@ -845,6 +854,8 @@ class Client:
             return True
         except socket.timeout:
             return False
+        finally:
+            self.sock.settimeout(kept)
 
     def expect_ok(self, count: int) -> None:
         """Reads `count` replies that must all be +OK (fast path for pipelined SETs)."""

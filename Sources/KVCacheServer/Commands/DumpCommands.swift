@@ -60,7 +60,9 @@ private func restore(_ ctx: CommandContext) throws {
         (kind, value) = try RDB.load(payload, limits: ctx.limits)
     } catch {
         // Redis's rdbReportCorruptRDB line (RESTORE goes on serving).
-        ctx.server.logger.warning("Internal error in RDB reading offset 0, function at rdb.c:0 -> \(error.reason)")
+        if !error.emptyKey {
+            ctx.server.logger.warning("Internal error in RDB reading offset 0, function at rdb.c:0 -> \(error.reason)")
+        }
         throw ReplyError("ERR Bad data format")
     }
     let now = ctx.now

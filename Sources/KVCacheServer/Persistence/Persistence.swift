@@ -731,6 +731,8 @@ final class Persistence {
             let seconds = Double(now - loadingStarted) / 1000
             server.logger.notice("DB loaded from append only file: \(String(format: "%.3f", seconds)) seconds "
                 + "(\(loadedRecords) records)")
+            replaying = false  // the dump file's keys are logged as any write
+            try server.loadDumpFileIfNew()
             server.logger.notice("Ready to accept connections")
             // The replayed writes go to the writer at the next regular seal,
             // a second from now: sealing them in this loop iteration would

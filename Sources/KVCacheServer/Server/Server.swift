@@ -378,6 +378,7 @@ public final class Server {
         for name in registry.known.sorted() { _ = try? registry.cache(named: name) }
         _ = scripting  // the interpreters, and the function libraries kept by the last run
         logger.warning("Server initialized")
+        if !persistence.loading { try loadDumpFileIfNew() }
         if persistence.loading {
             logger.notice("Loading the append-only log: \(persistence.recordsToLoad) records to replay...")
         } else {

@@ -49,6 +49,11 @@ enum RDB {
     /// for it ("Hash ziplist integrity check failed."), empty until known.
     struct BadFormat: Error {
         var reason = ""
+        /// An empty collection (Redis refuses it in RESTORE and skips it
+        /// in an RDB file, as "empty keys").
+        var emptyKey = false
+        /// The bytes ended before the value did.
+        var shortRead = false
     }
 
     // MARK: CRC64
@@ -128,12 +133,19 @@ enum RDB {
     /// - Throws: `BadFormat` for anything this server cannot read.
     static func load(_ payload: [UInt8], limits: EncodingLimits) throws(BadFormat) -> (ValueKind, [UInt8]) {
         var reader = RDBReader(bytes: payload, end: payload.count - 10)
-        let byte = try reader.byte()
+        return try loadValue(&reader, type: try reader.byte(), limits: limits)
+    }
+
+    /// The value of RDB type `byte` at `reader` (a payload's, or a key's
+    /// in an RDB file), in this server's encoding; the reader moves past it.
+    /// - Throws: `BadFormat` with Redis's reason.
+    static func loadValue(_ reader: inout RDBReader, type byte: UInt8, limits: EncodingLimits) throws(BadFormat) -> (ValueKind, [UInt8]) {
         guard let type = ObjectType(rawValue: byte) else { throw BadFormat(reason: "Unknown RDB encoding type \(byte)") }
         do {
             return try load(type, &reader, limits: limits)
         } catch {
-            throw BadFormat(reason: error.reason.isEmpty ? type.integrityFailure : error.reason)
+            if error.emptyKey { throw error }
+            throw BadFormat(reason: error.reason.isEmpty ? type.integrityFailure : error.reason, shortRead: error.shortRead)
         }
     }
 
@@ -163,12 +175,12 @@ enum RDB {
                 default: throw BadFormat(reason: "Quicklist integrity check failed.")
                 }
             }
-            guard !list.isEmpty else { throw BadFormat() }
+            guard !list.isEmpty else { throw BadFormat(emptyKey: true) }
             return (.list, list.encoded())
         case .listZiplist:
             let list = ListValue()
             for element in try Ziplist.elements(try reader.string()) { list.append(element) }
-            guard !list.isEmpty else { throw BadFormat() }
+            guard !list.isEmpty else { throw BadFormat(emptyKey: true) }
             return (.list, list.encoded())
         case .set, .setIntset:
             let members = type == .set ? try reader.strings(try reader.nonEmptyLength()) : try intsetMembers(try reader.string())
@@ -189,7 +201,8 @@ enum RDB {
             case .hashZipmap: items = try Zipmap.pairs(try reader.string())
             default: items = try Listpack.elements(try reader.string())
             }
-            guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
+            guard !items.isEmpty else { throw BadFormat(emptyKey: true) }
+            guard items.count % 2 == 0 else { throw BadFormat() }
             let hash = HashValue()
             for i in stride(from: 0, to: items.count, by: 2) {
                 guard hash.set(items[i], items[i + 1]) else {
@@ -203,7 +216,8 @@ enum RDB {
             if type == .zsetListpack || type == .zsetZiplist {
                 let blob = try reader.string()
                 let items = type == .zsetZiplist ? try Ziplist.elements(blob) : try Listpack.elements(blob)
-                guard !items.isEmpty, items.count % 2 == 0 else { throw BadFormat() }
+                guard !items.isEmpty else { throw BadFormat(emptyKey: true) }
+                guard items.count % 2 == 0 else { throw BadFormat() }
                 for i in stride(from: 0, to: items.count, by: 2) {
                     guard let score = parseScoreBound(items[i + 1]), !score.exclusive, zset.score(items[i]) == nil else {
                         throw BadFormat()
@@ -311,13 +325,14 @@ struct RDBReader {
     }
 
     mutating func byte() throws(RDB.BadFormat) -> UInt8 {
-        guard index < end else { throw RDB.BadFormat() }
+        guard index < end else { throw RDB.BadFormat(shortRead: true) }
         defer { index += 1 }
         return bytes[index]
     }
 
     mutating func take(_ n: Int) throws(RDB.BadFormat) -> [UInt8] {
-        guard n >= 0, end - index >= n else { throw RDB.BadFormat() }
+        guard n >= 0 else { throw RDB.BadFormat() }
+        guard end - index >= n else { throw RDB.BadFormat(shortRead: true) }
         defer { index += n }
         return Array(bytes[index..<index + n])
     }
@@ -348,7 +363,8 @@ struct RDBReader {
     /// A collection's length; an empty one is refused, as Redis refuses it.
     mutating func nonEmptyLength() throws(RDB.BadFormat) -> Int {
         let n = try length()
-        guard n > 0, n <= end - index else { throw RDB.BadFormat() }
+        guard n > 0 else { throw RDB.BadFormat(emptyKey: true) }
+        guard n <= end - index else { throw RDB.BadFormat() }
         return n
     }
 

@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import SQLiteKVCache
+
+/// Redis loads its dataset from `dir`/`dbfilename` (dump.rdb) when it
+/// starts. Here the data lives in the caches' SQLite files, so such a file
+/// is imported: at start-up (after the append-only log's replay), when it
+/// is there and is not the file imported last (its size, modification time
+/// and inode, kept in `<dbfilename>.loaded`), the numbered caches are
+/// emptied and filled with its keys (those already expired skipped), each
+/// written as any write is, so the log and then SQLite hold them. A file
+/// that cannot be read whole stops the start-up, as it stops Redis, and
+/// changes nothing.
+extension Server {
+    func loadDumpFileIfNew() throws {
+        let name = config.acceptedSettings["dbfilename"] ?? "dump.rdb"
+        let path = config.dir + "/" + name
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let stamp = "\(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(info.st_ino)\n"
+        let marker = path + ".loaded"
+        if (try? String(contentsOfFile: marker, encoding: .utf8)) == stamp {
+            logger.verbose("\(name) is the file loaded at an earlier start: not loaded again")
+            return
+        }
+        let started = Self.monotonicMicroseconds()
+        guard let data = FileManager.default.contents(atPath: path) else {
+            logger.warning("Fatal error loading the DB, check server logs. Exiting.")
+            throw ConfigError("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        let file: RDBFile
+        do {
+            file = try RDBFile(Array(data), limits: config.encodingLimits,
+                               checksum: config.acceptedSettings["rdbchecksum"] != "no")
+        } catch {
+            for line in error.lines { logger.warning(line) }
+            logger.warning("Terminating server after rdb file reading failure.")
+            throw ConfigError("\(path) cannot be loaded: \(error.lines[0])")
+        }
+        if let db = file.entries.map(\.db).max(), db >= config.databases {
+            logger.warning("FATAL: Data file was created with a Redis server configured to handle more than "
+                + "\(config.databases) databases. Exiting")
+            throw ConfigError("\(path) names database \(db); databases is \(config.databases)")
+        }
+        for key in file.emptyKeys { logger.warning("rdbLoadObject skipping empty key: \(String(decoding: key, as: UTF8.self))") }
+        if file.functionCount > 0 {
+            logger.warning("\(path) holds \(file.functionCount) function libraries: not loaded (FUNCTION RESTORE loads them)")
+        }
+        // The file is the whole dataset, as for Redis: the numbered caches start empty.
+        for cache in registry.openAllKnown() where cache.openError == nil && isNumberedCache(cache.name) {
+            try Keyspace(server: self, cache: cache).flush()
+        }
+        let now = Self.nowMilliseconds()
+        var loaded = 0, expired = 0
+        for entry in file.entries {
+            if let at = entry.expiresAt, at <= now {
+                expired += 1
+                continue
+            }
+            let cache = try registry.cache(named: "db\(entry.db)")
+            try Keyspace(server: self, cache: cache).store(
+                SQLiteKVCache.Entry(key: entry.key, storageDate: Date(), metadata: [], value: entry.value,
+                                    expiresAt: entry.expiresAt, kind: entry.kind))
+            loaded += 1
+            if loaded % 1000 == 0 { persistence.appendPending() }  // records of a bounded size
+        }
+        persistence.appendPending()
+        try? stamp.write(toFile: marker, atomically: true, encoding: .utf8)
+        logger.notice("Done loading RDB, keys loaded: \(loaded), keys expired: \(expired), "
+            + "empty keys skipped: \(file.emptyKeys.count).")
+        logger.notice("DB loaded from disk: \(String(format: "%.3f", Double(Self.monotonicMicroseconds() - started) / 1e6)) seconds")
+    }
+
+    /// Whether `name` is a numbered cache (`db0`, `db1`...), Redis's databases.
+    private func isNumberedCache(_ name: String) -> Bool {
+        name.hasPrefix("db") && name.count > 2 && name.dropFirst(2).allSatisfy(\.isASCII) && Int(name.dropFirst(2)) != nil
+    }
+}
