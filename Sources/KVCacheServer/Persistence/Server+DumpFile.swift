@@ -67,10 +67,38 @@ extension Server {
             if loaded % 1000 == 0 { persistence.appendPending() }  // records of a bounded size
         }
         persistence.appendPending()
-        try? stamp.write(toFile: marker, atomically: true, encoding: .utf8)
+        // The marker says "loaded": only once SQLite holds every key (with
+        // appendonly no a kill -9 would otherwise lose the keys and keep the
+        // marker), and durably (a lost marker would load the file again,
+        // over later writes).
+        guard persistence.applyAll() else {
+            throw ConfigError("the keys of \(path) could not all be written to SQLite: see the log")
+        }
+        writeDurably(stamp, to: marker)
         logger.notice("Done loading RDB, keys loaded: \(loaded), keys expired: \(expired), "
             + "empty keys skipped: \(file.emptyKeys.count).")
         logger.notice("DB loaded from disk: \(String(format: "%.3f", Double(Self.monotonicMicroseconds() - started) / 1e6)) seconds")
+    }
+
+    /// Writes `text` to `path` through a temporary file, fsynced, renamed
+    /// over it, the directory fsynced; a failure is logged.
+    private func writeDurably(_ text: String, to path: String) {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let bytes = Array(text.utf8)
+        let written = fd >= 0 && bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
+        let synced = written && fsync(fd) == 0
+        if fd >= 0 { Glibc.close(fd) }
+        guard synced, rename(temporary, path) == 0 else {
+            logger.warning("Cannot write \(path): \(String(cString: strerror(errno))); the dump file will be loaded again at the next start")
+            unlink(temporary)
+            return
+        }
+        let dir = open(config.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            _ = fsync(dir)
+            Glibc.close(dir)
+        }
     }
 
     /// Whether `name` is a numbered cache (`db0`, `db1`...), Redis's databases.
