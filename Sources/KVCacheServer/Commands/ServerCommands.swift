@@ -295,29 +295,8 @@ func configRewrite(_ ctx: CommandContext, forceAll: Bool = false) throws {
     }
     let original = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
     let text = ctx.server.config.rewritten(original: original, forceAll: forceAll)
-    let temporary = "\(path).tmp-\(getpid())"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw ReplyError("ERR Rewriting config file: \(String(cString: strerror(errno)))") }
-    let bytes = Array(text.utf8)
-    var written = 0
-    while written < bytes.count {
-        let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            unlink(temporary)
-            throw ReplyError("ERR Rewriting config file: \(reason)")
-        }
-        written += n
-    }
-    let synced = fsync(fd) == 0
-    close(fd)
-    guard synced, rename(temporary, path) == 0 else {
-        let reason = String(cString: strerror(errno))
-        unlink(temporary)
-        throw ReplyError("ERR Rewriting config file: \(reason)")
-    }
+    let failure = Posix.replaceFile(path, with: Array(text.utf8), temporary: "\(path).tmp-\(getpid())", syncing: nil)
+    guard failure == 0 else { throw ReplyError("ERR Rewriting config file: \(String(cString: strerror(failure)))") }
     ctx.server.logger.notice("CONFIG REWRITE executed with success.")
     ctx.connection.replyOK()
 }

@@ -74,31 +74,14 @@ extension Server {
         guard persistence.applyAll() else {
             throw ConfigError("the keys of \(path) could not all be written to SQLite: see the log")
         }
-        writeDurably(stamp, to: marker)
+        let failure = Posix.replaceFile(marker, with: Array(stamp.utf8), temporary: marker + ".tmp", syncing: config.dir)
+        if failure != 0 {
+            logger.warning("Cannot write \(marker): \(String(cString: strerror(failure))); "
+                + "the dump file will be loaded again at the next start")
+        }
         logger.notice("Done loading RDB, keys loaded: \(loaded), keys expired: \(expired), "
             + "empty keys skipped: \(file.emptyKeys.count).")
         logger.notice("DB loaded from disk: \(String(format: "%.3f", Double(Self.monotonicMicroseconds() - started) / 1e6)) seconds")
-    }
-
-    /// Writes `text` to `path` through a temporary file, fsynced, renamed
-    /// over it, the directory fsynced; a failure is logged.
-    private func writeDurably(_ text: String, to path: String) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        let bytes = Array(text.utf8)
-        let written = fd >= 0 && bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
-        let synced = written && fsync(fd) == 0
-        if fd >= 0 { Glibc.close(fd) }
-        guard synced, rename(temporary, path) == 0 else {
-            logger.warning("Cannot write \(path): \(String(cString: strerror(errno))); the dump file will be loaded again at the next start")
-            unlink(temporary)
-            return
-        }
-        let dir = open(config.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            _ = fsync(dir)
-            Glibc.close(dir)
-        }
     }
 
     /// Whether `name` is a numbered cache (`db0`, `db1`...), Redis's databases.

@@ -254,46 +254,17 @@ extension Scripting {
     func persistFunctions() throws(ReplyError) {
         let path = functionsPath
         if libraries.all.isEmpty {
-            if unlink(path) == 0 { syncDirectory() }
+            if unlink(path) == 0 { Posix.syncDirectory(server.config.dir) }
             return
         }
-        let temporary = path + ".tmp"
-        let bytes = dumpLibraries()
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Self.persistError(errno) }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let failure = errno
-                close(fd)
-                unlink(temporary)
-                throw Self.persistError(failure)
-            }
-            written += n
-        }
-        let synced = fsync(fd) == 0
-        let failure = errno
-        close(fd)
-        guard synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw Self.persistError(synced ? errno : failure)
-        }
-        syncDirectory()
+        let failure = Posix.replaceFile(path, with: dumpLibraries(), temporary: path + ".tmp", syncing: server.config.dir)
+        guard failure == 0 else { throw Self.persistError(failure) }
     }
 
     private static func persistError(_ code: Int32) -> ReplyError {
         ReplyError("ERR the functions could not be written to the data directory: \(String(cString: strerror(code)))")
     }
 
-    private func syncDirectory() {
-        let fd = open(server.config.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
-    }
 
     /// Loads the libraries kept by an earlier run (at start-up).
     func loadPersistedFunctions() {

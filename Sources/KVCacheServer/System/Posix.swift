@@ -63,6 +63,47 @@ enum Posix {
         _ = Glibc.close(fd)
     }
 
+    /// Replaces the file at `path` with `bytes` so that a crash leaves the
+    /// old file or the new one: written whole to `temporary` (mode 0600),
+    /// fsynced, renamed over `path`, then `directory` fsynced when given.
+    /// - Returns: 0, or the errno of the step that failed (the temporary
+    ///   file is then removed and `path` left as it was).
+    static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String, syncing directory: String?) -> Int32 {
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return errno }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let failure = n < 0 ? errno : EIO
+                close(fd)
+                unlink(temporary)
+                return failure
+            }
+            written += n
+        }
+        let synced = fsync(fd) == 0
+        let failure = errno
+        close(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            let reason = synced ? errno : failure
+            unlink(temporary)
+            return reason
+        }
+        if let directory { syncDirectory(directory) }
+        return 0
+    }
+
+    /// fsyncs a directory (a file was created, renamed or removed in it).
+    static func syncDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
+        }
+    }
+
     /// Accepts one connection, non-blocking and close-on-exec.
     /// - Returns: the descriptor and the peer's address, or `.wouldBlock`.
     static func accept(_ fd: Int32) throws(SystemError) -> IOResult<(Int32, sockaddr_storage)> {
