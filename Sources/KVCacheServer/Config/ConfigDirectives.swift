@@ -103,7 +103,7 @@ extension ServerConfig {
             if let (other, _) = config.databaseNames.first(where: { $0.value == name && $0.key != index }) {
                 throw ConfigError("database-name: '\(name)' is already database \(other)")
             }
-            if name.hasPrefix("db"), let k = Int(name.dropFirst(2)), "db\(k)" == name, k != index {
+            if let k = CacheRegistry.databaseIndex(ofName: name), k != index {
                 throw ConfigError("database-name: '\(name)' is database \(k)'s own cache: it cannot stand for \(index)")
             }
             if name != "db\(index)" { config.databaseNames[index] = name }

@@ -11,6 +11,13 @@ final class CacheRegistry {
     private(set) var open: [String: OpenCache] = [:]
     /// Names with a file in the directory, opened or not.
     private(set) var known: Set<String> = []
+
+    /// The index of a numbered cache's own name (`db3`: 3), or nil for any
+    /// other name (`db03`, `sessions`).
+    static func databaseIndex(ofName name: String) -> Int? {
+        guard name.hasPrefix("db"), let n = Int(name.dropFirst(2)), "db\(n)" == name else { return nil }
+        return n
+    }
     /// The descriptor holding the data directory's lock for this server's life.
     private var directoryLock: Int32 = -1
 

@@ -33,7 +33,7 @@ final class OpenCache {
         self.name = name
         if let mapped = databaseNames.first(where: { $0.value == name }) {
             databaseIndex = mapped.key
-        } else if name.hasPrefix("db"), let n = Int(name.dropFirst(2)), "db\(n)" == name, databaseNames[n] == nil {
+        } else if let n = CacheRegistry.databaseIndex(ofName: name), databaseNames[n] == nil {
             databaseIndex = n
         } else {
             databaseIndex = nil

@@ -49,7 +49,7 @@ extension Server {
             logger.warning("\(path) holds \(file.functionCount) function libraries: not loaded (FUNCTION RESTORE loads them)")
         }
         // The file is the whole dataset, as for Redis: the numbered caches start empty.
-        for cache in registry.openAllKnown() where cache.openError == nil && isNumberedCache(cache.name) {
+        for cache in registry.openAllKnown() where cache.openError == nil && CacheRegistry.databaseIndex(ofName: cache.name) != nil {
             try Keyspace(server: self, cache: cache).flush()
         }
         let now = Self.nowMilliseconds()
@@ -82,10 +82,5 @@ extension Server {
         logger.notice("Done loading RDB, keys loaded: \(loaded), keys expired: \(expired), "
             + "empty keys skipped: \(file.emptyKeys.count).")
         logger.notice("DB loaded from disk: \(String(format: "%.3f", Double(Self.monotonicMicroseconds() - started) / 1e6)) seconds")
-    }
-
-    /// Whether `name` is a numbered cache (`db0`, `db1`...), Redis's databases.
-    private func isNumberedCache(_ name: String) -> Bool {
-        name.hasPrefix("db") && name.count > 2 && name.dropFirst(2).allSatisfy(\.isASCII) && Int(name.dropFirst(2)) != nil
     }
 }

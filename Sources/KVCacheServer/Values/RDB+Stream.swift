@@ -203,8 +203,6 @@ extension RDBReader {
 
     /// Redis's rdbLoadMillisecondTime: 8 bytes, little endian.
     mutating func millisecondTime() throws(RDB.BadFormat) -> Int64 {
-        var bits: UInt64 = 0
-        for (i, b) in try take(8).enumerated() { bits |= UInt64(b) << (8 * UInt64(i)) }
-        return Int64(bitPattern: bits)
+        Int64(bitPattern: try littleEndian(8))
     }
 }

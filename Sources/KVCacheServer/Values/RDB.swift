@@ -400,11 +400,16 @@ struct RDBReader {
         return result
     }
 
+    /// An unsigned integer of `width` bytes, little endian.
+    mutating func littleEndian(_ width: Int) throws(RDB.BadFormat) -> UInt64 {
+        var value: UInt64 = 0
+        for (i, b) in try take(width).enumerated() { value |= UInt64(b) << (8 * UInt64(i)) }
+        return value
+    }
+
     /// RDB_TYPE_ZSET_2's score: 8 bytes, little endian.
     mutating func binaryDouble() throws(RDB.BadFormat) -> Double {
-        var bits: UInt64 = 0
-        for (i, b) in try take(8).enumerated() { bits |= UInt64(b) << (8 * UInt64(i)) }
-        return Double(bitPattern: bits)
+        Double(bitPattern: try littleEndian(8))
     }
 
     /// RDB_TYPE_ZSET's score: a length byte (253 NaN, 254 +inf, 255 -inf) and text.

@@ -19,7 +19,6 @@ struct RDBFile {
         var lines: [String]
     }
 
-    var version = 0
     var entries: [Entry] = []
     /// Keys holding an empty collection, skipped as Redis skips them.
     var emptyKeys: [[UInt8]] = []
@@ -39,7 +38,6 @@ struct RDBFile {
         guard (1...Int(RDB.version)).contains(version) else {
             throw Failure(lines: ["Can't handle RDB format version \(version)"])
         }
-        self.version = version
         var reader = RDBReader(bytes: bytes, end: bytes.count)
         reader.index = 9
         var db = 0
@@ -62,13 +60,9 @@ struct RDBFile {
                 case 0xFE:  // SELECTDB
                     db = try reader.length()
                 case 0xFC:  // EXPIRETIME_MS: 8 bytes, little endian
-                    var ms: UInt64 = 0
-                    for (i, b) in try reader.take(8).enumerated() { ms |= UInt64(b) << (8 * UInt64(i)) }
-                    expiresAt = Int64(bitPattern: ms)
+                    expiresAt = try reader.millisecondTime()
                 case 0xFD:  // EXPIRETIME: seconds in 4 bytes, little endian
-                    var seconds: UInt64 = 0
-                    for (i, b) in try reader.take(4).enumerated() { seconds |= UInt64(b) << (8 * UInt64(i)) }
-                    expiresAt = Int64(seconds) * 1000
+                    expiresAt = Int64(try reader.littleEndian(4)) * 1000
                 case 0xF9:  // IDLE (LRU)
                     _ = try reader.length()
                 case 0xF8:  // FREQ (LFU)
@@ -82,8 +76,7 @@ struct RDBFile {
                 case 0xFF:  // EOF, then the checksum
                     if version >= 5 {
                         let end = reader.index
-                        var stored: UInt64 = 0
-                        for (i, b) in try reader.take(8).enumerated() { stored |= UInt64(b) << (8 * UInt64(i)) }
+                        let stored = try reader.littleEndian(8)
                         if checksum && stored != 0 {
                             let computed = RDB.crc64(bytes[..<end])
                             guard computed == stored else {

@@ -84,10 +84,11 @@ enum Ziplist {
               headerCount == 0xffff || headerCount == result.count else { throw RDB.BadFormat() }
         return result
     }
+}
 
-    private static func u32(_ bytes: [UInt8], _ at: Int) -> Int {
-        Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
-    }
+/// The u32 at `at`, little endian (ziplist headers, zipmap lengths).
+private func u32(_ bytes: [UInt8], _ at: Int) -> Int {
+    Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
 }
 
 /// A zipmap: a count byte (254: unknown), then field and value pairs, each
@@ -104,8 +105,7 @@ enum Zipmap {
         func length(at p: Int) throws(RDB.BadFormat) -> (size: Int, length: Int) {
             let s = zm[p] < 254 ? 1 : 5
             guard inRange(p + s) else { throw RDB.BadFormat() }
-            let l = s == 1 ? Int(zm[p])
-                : Int(zm[p + 1]) | Int(zm[p + 2]) << 8 | Int(zm[p + 3]) << 16 | Int(zm[p + 4]) << 24
+            let l = s == 1 ? Int(zm[p]) : u32(zm, p + 1)
             guard l >= 254 || s == 1 else { throw RDB.BadFormat() }  // a small length in 5 bytes
             return (s, l)
         }
