@@ -8,8 +8,9 @@ redis-server, the same redis-benchmark load, interleaved rounds, medians.
 Each server (appendonly yes, appendfsync everysec on both; free 127.0.0.1
 ports, temporary directories, pinned to core 0, the load to core 1) gets
 `maxmemory-policy allkeys-lru` and a maxmemory of its used memory at start
-plus --limit bytes (default 2 MB), so that after the first ~20,000 writes
-of 100 bytes every SET evicts a key. The load is
+plus --limit bytes (default 8 MB: the 50 clients' buffers count against
+maxmemory too, 64 KiB each here, ~20 KiB in Redis), so that after the
+first writes every SET evicts a key. The load is
 `redis-benchmark -t set -r 1000000 -d 100 -c 50 -P --pipeline -n --requests`.
 Printed: each round's rps, the medians and kvcache / redis, and the keys
 left (DBSIZE) and evicted_keys of each. Nothing is checked (exit 0 unless
@@ -47,6 +48,8 @@ def one_round(args, name: str) -> dict:
         argv = bl.client_argv(["redis-benchmark", "-h", bl.HOST, "-p", str(server.port), "-t", "set", "-r", "1000000",
                                "-d", "100", "-c", "50", "-P", str(args.pipeline), "-n", str(args.requests), "-q", "--csv"])
         out = subprocess.run(argv, capture_output=True, text=True, timeout=600).stdout
+        if len(out.strip().splitlines()) < 2:
+            raise RuntimeError(f"{name}: redis-benchmark gave no result: {out.strip()!r}")
         rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
         with bl.Client(server.port) as c:
             keys = c.command("DBSIZE")
@@ -61,7 +64,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--requests", type=int, default=200_000)
     p.add_argument("--pipeline", type=int, default=16)
-    p.add_argument("--limit", type=int, default=2_000_000, help="maxmemory above the used memory at start (bytes)")
+    p.add_argument("--limit", type=int, default=8_000_000, help="maxmemory above the used memory at start (bytes)")
     p.add_argument("--no-pin", action="store_true")
     args = p.parse_args()
     bl.setup_pinning(not args.no_pin)

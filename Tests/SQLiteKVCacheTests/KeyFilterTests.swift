@@ -150,4 +150,22 @@ struct SlotIndexTests {
         #expect(index.capacity >= 131_072)
         for digest in digests { #expect(index[digest]?.digest == digest) }
     }
+
+    @Test func removalsGiveBucketsBackAndRandomPicksFindEveryRemainingSlot() {
+        var index = SlotIndex()
+        var random = FastRandom(seed: 7)
+        #expect(index.randomSlot(using: &random) == nil)
+        let digests = (0..<10_000).map { hasher.digest(bytes("s\($0)")) }
+        for digest in digests { index[digest] = KeySlot(digest: digest, key: [], row: nil) }
+        #expect(index.capacity >= 16_384)
+        for digest in digests.dropFirst(10) { index[digest] = nil }
+        #expect(index.count == 10 && index.capacity <= 128)
+        for digest in digests.prefix(10) { #expect(index[digest]?.digest == digest) }
+        var picked = Set<KeyDigest>()
+        for _ in 0..<1_000 {
+            guard let slot = index.randomSlot(using: &random) else { break }
+            picked.insert(slot.digest)
+        }
+        #expect(picked == Set(digests.prefix(10)))
+    }
 }

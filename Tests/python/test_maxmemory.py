@@ -4,9 +4,12 @@ before each command by maxmemory-policy (Redis's eight policies and fifo),
 IDLETIME, RESTORE's IDLETIME and FREQ. The first tests run against both
 servers (KVCACHE_TARGET=redis); the eviction tests size the data by
 kvcache-server's own measure (INFO's maxmemory_used) and run on it only."""
+import socket
 import time
 
 import pytest
+
+import benchlib
 
 OOM = ("error", "OOM command not allowed when used memory > 'maxmemory'.")
 
@@ -63,6 +66,74 @@ def test_maxmemory_settings_round_trip(limited):
     assert c.command("CONFIG", "SET", "maxmemory-policy", "lru-ish")[0] == "error"
     for name, value in [("maxmemory-samples", "5"), ("lfu-log-factor", "10"), ("lfu-decay-time", "1")]:
         c.command("CONFIG", "SET", name, value)
+
+
+def stat(c, field, section="stats"):
+    return int(benchlib.info_fields(c, section)[field])
+
+
+def test_config_resetstat_zeroes_evicted_and_expired_keys(limited):
+    c = limited
+    c.command("SET", "gone", "v", "PX", "1")
+    time.sleep(0.05)
+    assert c.command("GET", "gone") is None                 # expired on access
+    for i in range(20):
+        c.command("SET", f"k{i}", "x" * 1000)
+    c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+    c.command("CONFIG", "SET", "maxmemory", "1")
+    c.command("GET", "k0")                                  # evicts before it runs
+    assert stat(c, "evicted_keys") > 0 and stat(c, "expired_keys") > 0
+    assert c.command("CONFIG", "RESETSTAT") == "OK"
+    assert (stat(c, "evicted_keys"), stat(c, "expired_keys")) == (0, 0)
+
+
+def test_object_refcount_shares_small_integers_unless_the_policy_ranks_by_access(limited):
+    c = limited
+    c.command("SET", "a", "1")
+    assert c.command("OBJECT", "REFCOUNT", "a") > 1           # without maxmemory: shared
+    c.command("CONFIG", "SET", "maxmemory", "1073741824")
+    c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+    c.command("SET", "a", "1")
+    assert c.command("OBJECT", "REFCOUNT", "a") > 1
+    for policy in ("allkeys-lru", "volatile-lfu"):
+        c.command("CONFIG", "SET", "maxmemory-policy", policy)
+        c.command("SET", "a", "1")
+        assert c.command("OBJECT", "REFCOUNT", "a") == 1, policy
+
+
+def test_buffers_of_clients_gone_stop_counting_at_once(limited, server):
+    """Replies piled up for clients that never read count against maxmemory
+    and evict keys; once those clients are gone, their buffers stop
+    counting at once: a fill right after neither evicts nor gets -OOM (as
+    Redis's unit/maxmemory "eviction due to output buffers" tests)."""
+    c = limited
+    c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+    c.command("SET", "big", "x" * 100_000)
+    c.command("CONFIG", "SET", "maxmemory", str(stat(c, "used_memory", "memory") + 3_000_000))
+    clients = stat(c, "connected_clients", "clients")
+    hogs = [socket.create_connection((benchlib.HOST, server.port)) for _ in range(20)]
+    for h in hogs:
+        h.setblocking(False)
+    request = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" * 8
+    deadline = time.time() + 20
+    while stat(c, "evicted_keys") == 0 and time.time() < deadline:
+        for h in hogs:
+            try:
+                h.send(request)
+            except BlockingIOError:
+                pass
+    assert stat(c, "evicted_keys") > 0, "unread replies did not count against maxmemory"
+    for h in hogs:
+        h.close()
+    deadline = time.time() + 10
+    while stat(c, "connected_clients", "clients") > clients and time.time() < deadline:
+        time.sleep(0.01)
+    c.command("FLUSHALL")
+    c.command("CONFIG", "RESETSTAT")
+    for i in range(20):
+        assert c.command("SET", f"k{i}", "x" * 100_000) == "OK"
+    assert c.command("DBSIZE") == 20
+    assert stat(c, "evicted_keys") == 0
 
 
 def test_object_freq_and_idletime(limited):

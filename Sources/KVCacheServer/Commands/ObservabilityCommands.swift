@@ -134,9 +134,12 @@ private func object(_ ctx: CommandContext) throws {
     case "encoding":
         ctx.connection.replyBulk(encodingName(of: entry))
     case "refcount":
-        // Redis shares the integers 0...9999 (refcount INT_MAX).
+        // Redis shares the integers 0...9999 (refcount INT_MAX), except
+        // under maxmemory with an LRU or LFU policy, where each key needs
+        // its own object to carry its access stamp.
+        let shares = ctx.server.config.maxMemory == 0 || !ctx.server.config.maxMemoryPolicy.ranksByAccess
         let integer = entry.row.kind == .string && entry.row.value.size <= 20 ? parseStrictInt64(entry.row.value.bytes) : nil
-        ctx.connection.replyInteger(integer.map { $0 >= 0 && $0 < 10_000 } == true ? Int(Int32.max) : 1)
+        ctx.connection.replyInteger(shares && integer.map { $0 >= 0 && $0 < 10_000 } == true ? Int(Int32.max) : 1)
     case "idletime":
         if ctx.server.config.maxMemoryPolicy.isLFU {
             throw ReplyError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "

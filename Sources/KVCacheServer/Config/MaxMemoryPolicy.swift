@@ -22,4 +22,8 @@ public enum MaxMemoryPolicy: String, Sendable, CaseIterable {
 
     /// Whether keys keep an LFU counter (OBJECT FREQ answers) rather than an access time.
     var isLFU: Bool { self == .allkeysLFU || self == .volatileLFU }
+
+    /// Whether the policy ranks keys by access (Redis's
+    /// MAXMEMORY_FLAG_NO_SHARED_INTEGERS: LRU and LFU).
+    var ranksByAccess: Bool { isLFU || self == .allkeysLRU || self == .volatileLRU }
 }

@@ -23,7 +23,8 @@ final class OpenCache {
     var openError: SQLiteKVCache.Error?
     var hits = 0
     var misses = 0
-    /// Evictions and expiries counted by engines this cache had before its current one.
+    /// Keys evicted and expired outside the engine's counters: by engines
+    /// closed before, less what the engine counted before CONFIG RESETSTAT.
     var earlierEvicted = 0
     var earlierExpired = 0
     /// True while the cache is over capacity after a capacity cut.

@@ -39,8 +39,9 @@ extension Server {
 
     /// CONFIG RESETSTAT: the counters INFO reports start again from zero,
     /// as Redis's (the server's, every command's and subcommand's, with
-    /// their latency histograms, and each cache's hits and misses). The
-    /// latency monitor's events stay (LATENCY RESET clears them).
+    /// their latency histograms, and each cache's hits, misses, expired and
+    /// evicted keys). The latency monitor's events stay (LATENCY RESET
+    /// clears them).
     func resetStatistics() {
         stats = ServerStats()
         for command in commands.all {
@@ -49,6 +50,9 @@ extension Server {
         for cache in registry.open.values {
             cache.hits = 0
             cache.misses = 0
+            // The engine's own counters run on; the cache's offsets cancel them.
+            cache.earlierEvicted = -(cache.engine?.evictedCount ?? 0)
+            cache.earlierExpired = -(cache.engine?.expiredCount ?? 0)
         }
     }
 }

@@ -53,6 +53,12 @@ extension Server {
         }
         var used = maxMemoryUsed
         guard used > limit else { return true }
+        // Over the limit by the last count: recount clients' buffers first
+        // (they may have been sent or freed since), so a stale count never
+        // evicts a key or refuses a write.
+        refreshClientBufferBytes()
+        used = maxMemoryUsed
+        guard used > limit else { return true }
         let policy = config.maxMemoryPolicy
         if policy == .noeviction { return false }
         let tenacity = config.maxMemoryEvictionTenacity
@@ -103,7 +109,7 @@ extension Server {
                 let weights = caches.map { volatileOnly ? ($0.engine?.statistics().volatileEntries ?? 0) : ($0.engine?.count ?? 0) }
                 let total = weights.reduce(0, +)
                 guard total > 0 else { return nil }
-                var pick = Int.random(in: 0..<total)
+                var pick = Int.random(in: 0..<total, using: &evictionRandom)
                 var chosen = caches[0]
                 for (cache, weight) in zip(caches, weights) {
                     if pick < weight {

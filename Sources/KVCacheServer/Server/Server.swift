@@ -109,6 +109,8 @@ public final class Server {
     var maxMemoryEvictionPending = false
     /// The best eviction candidates sampled so far (Redis's EVPOOL).
     var evictionPool: [EvictionCandidate] = []
+    /// The random policies' pick of a cache (xorshift: no `getrandom(2)` per eviction).
+    var evictionRandom = FastRandom(seed: UInt64.random(in: 1...UInt64.max))
 
     // MARK: CLIENT PAUSE (Server+Pause)
 

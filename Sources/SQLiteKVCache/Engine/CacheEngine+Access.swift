@@ -135,12 +135,20 @@ extension CacheEngine {
         var attempts = 0
         while samples.count < count && attempts < count * 4 {
             attempts += 1
-            let fromMemory = fileVoid || Int.random(in: 0..<max(1, totals.count)) < inMemory
+            let fromMemory = fileVoid || table.draw(max(1, totals.count)) < inMemory
             if fromMemory {
-                if let slot = table.randomSlot() { offer(slot) }
+                guard let slot = table.randomSlot() else { continue }
+                if slot.row == nil && !slot.isUnapplied {
+                    // A remembered miss (a delete the file has): dropped as
+                    // met, or after a burst of evictions most picks would
+                    // find the keys already evicted.
+                    table.forget(slot.digest)
+                    continue
+                }
+                offer(slot)
                 continue
             }
-            guard let row = try file.row(atOrAfter: KeyDigest(w0: UInt64.random(in: 0...UInt64.max))) else { continue }
+            guard let row = try file.row(atOrAfter: KeyDigest(w0: table.random.next())) else { continue }
             if let slot = table.slot(row.digest) {
                 offer(slot)
                 continue

@@ -74,11 +74,11 @@ extension CacheEngine {
         let now = nowMilliseconds()
         let unapplied = table.allUnapplied.filter { $0.row.map { !$0.isExpired(at: now) } ?? false }
         // Pick memory or the file in proportion to what each holds.
-        let fromMemory = fileVoid || Int.random(in: 0..<max(1, totals.count)) < unapplied.count
+        let fromMemory = fileVoid || table.draw(max(1, totals.count)) < unapplied.count
         if fromMemory, let slot = unapplied.randomElement() { return slot.key }
         if !fileVoid {
             for _ in 0..<16 {
-                let probe = KeyDigest(w0: UInt64.random(in: 0...UInt64.max))
+                let probe = KeyDigest(w0: table.random.next())
                 guard let row = try file.row(atOrAfter: probe) else { break }
                 if let slot = table.slot(row.digest) {
                     if let current = slot.row, !current.isExpired(at: now) { return slot.key }

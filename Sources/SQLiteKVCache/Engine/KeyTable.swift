@@ -436,28 +436,22 @@ final class KeyTable {
         return found
     }
 
-    /// A slot picked at random among the clean and the unapplied ones (not
-    /// quite uniformly: an unapplied one is picked from a random non-empty
-    /// bucket), or nil when the table holds none.
-    func randomSlot() -> KeySlot? {
-        let clean = ring.count
-        guard clean + unappliedCount > 0 else { return nil }
-        if Int.random(in: 0..<(clean + unappliedCount)) < clean { return ring.randomElement() }
-        for _ in 0..<8 {
-            if let slot = unappliedIndex.randomElement()?.randomElement() { return slot }
-        }
-        // Few unapplied slots among 4,096 buckets: the first non-empty
-        // bucket from a random one. (Listing them all here, with
-        // `allUnapplied`, made each maxmemory eviction sample cost a
-        // millisecond while the writer lagged.)
-        guard !unappliedIndex.isEmpty else { return nil }
-        let start = Int.random(in: 0..<unappliedIndex.count)
-        for step in 0..<unappliedIndex.count {
-            let bucket = (start + step) & (unappliedIndex.count - 1)
-            if let slot = unappliedIndex[bucket].randomElement() { return slot }
-        }
-        return nil
-    }
+    /// The draws of random sampling (eviction, RANDOMKEY): xorshift, as
+    /// each `Int.random(in:)` of the system generator is a `getrandom(2)`
+    /// (a fifth of a SET's time when every SET evicts).
+    var random = FastRandom(seed: UInt64.random(in: 1...UInt64.max))
+
+    /// A uniform draw in `0..<bound` (bound > 0).
+    @inline(__always)
+    func draw(_ bound: Int) -> Int { Int.random(in: 0..<bound, using: &random) }
+
+    /// A slot picked at random among every slot the table holds (clean
+    /// and unapplied, deletes too), or nil when it holds none: the first
+    /// occupied bucket of the index from a random one, as Redis's
+    /// `dictGetRandomKey` (a slot after a run of empty buckets is a little
+    /// likelier). O(1): picking from the buckets of unapplied slots scanned
+    /// empty ones while the writer kept up, a retain and a release each.
+    func randomSlot() -> KeySlot? { slots.randomSlot(using: &random) }
 
     /// Every unapplied slot, in no order.
     /// Calls `body` with the slots in memory while it returns true, for at

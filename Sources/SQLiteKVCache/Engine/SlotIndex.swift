@@ -89,6 +89,9 @@ struct SlotIndex {
         tags[gap] = 0
         slots[gap] = nil
         count -= 1
+        // Below 1/8 full, half the buckets (then 1/4 full): the memory goes
+        // back, and a random probe finds a slot within a few buckets.
+        if capacity > 16 && count * 8 < capacity { resize(to: capacity / 2) }
     }
 
     /// Rehashes into `newCapacity` buckets from the tags alone; the slots
@@ -126,6 +129,16 @@ struct SlotIndex {
 
     mutating func removeAll() {
         self = SlotIndex()
+    }
+
+    /// The slot of the first occupied bucket at or after a random one, or
+    /// nil when empty (past 16 buckets the index is at least 1/8 full, so
+    /// a few probes find one).
+    func randomSlot(using random: inout FastRandom) -> KeySlot? {
+        guard count > 0 else { return nil }
+        var i = Int(truncatingIfNeeded: random.next()) & mask
+        while tags[i] == 0 { i = (i + 1) & mask }
+        return slots[i]
     }
 
     /// The slots, in no order.
