@@ -95,7 +95,7 @@ private func hrandfield(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(hash.fields[Int.random(in: 0..<hash.count)])
+        ctx.connection.replyBulk(hash.fields[ctx.randomIndex(hash.count)])
         return
     }
     let requested = try randomCount(ctx, 2, pairs: ctx.args.count == 4)
@@ -105,8 +105,8 @@ private func hrandfield(_ ctx: CommandContext) throws {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    let positions = requested > 0 ? distinctRandomPositions(hash.count, requested)
-        : (0..<Int(requested.magnitude)).map { _ in Int.random(in: 0..<hash.count) }
+    let positions = requested > 0 ? distinctRandomPositions(hash.count, requested, ctx)
+        : (0..<Int(requested.magnitude)).map { _ in ctx.randomIndex(hash.count) }
     let c = ctx.connection
     let pairs = withValues && c.protocolVersion >= 3
     c.replyArrayHeader(withValues && !pairs ? positions.count * 2 : positions.count)

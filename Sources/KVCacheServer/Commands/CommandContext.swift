@@ -8,6 +8,9 @@ struct CommandContext {
 
     var cache: OpenCache { connection.cache }
 
+    /// A uniform pick in `0..<bound` (bound > 0), from the server's xorshift.
+    func randomIndex(_ bound: Int) -> Int { Int.random(in: 0..<bound, using: &server.random) }
+
     /// The selected cache's keys: the only way a handler reaches a key.
     var keyspace: Keyspace { Keyspace(server: server, cache: connection.cache) }
 

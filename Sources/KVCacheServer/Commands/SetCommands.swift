@@ -74,25 +74,6 @@ private func scard(_ ctx: CommandContext) throws {
     ctx.connection.replyInteger(try ctx.keyspace.collectionCount(ctx.args.bytes(1), of: .set))
 }
 
-/// `count` distinct positions of `set` at random (all of them, in order, when count covers the set).
-private func randomPositions(_ set: SetValue, _ count: Int) -> [Int] {
-    if count >= set.count { return Array(0..<set.count) }
-    if count * 3 > set.count {
-        // Many: a partial shuffle of every position.
-        var indices = Array(0..<set.count)
-        for i in 0..<count { indices.swapAt(i, Int.random(in: i..<indices.count)) }
-        return Array(indices.prefix(count))
-    }
-    // Few: distinct picks.
-    var picked = Set<Int>()
-    var order: [Int] = []
-    while order.count < count {
-        let i = Int.random(in: 0..<set.count)
-        if picked.insert(i).inserted { order.append(i) }
-    }
-    return order
-}
-
 /// SRANDMEMBER key [count]: a positive count gives distinct members, a
 /// negative one may repeat them.
 private func srandmember(_ ctx: CommandContext) throws {
@@ -102,7 +83,7 @@ private func srandmember(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(set.randomMember())
+        ctx.connection.replyBulk(set.member(at: ctx.randomIndex(set.count)))
         return
     }
     let requested = try ctx.integer(2)
@@ -114,7 +95,7 @@ private func srandmember(_ ctx: CommandContext) throws {
         return
     }
     guard requested < 0 || requested == 1 else {
-        ctx.connection.replyBulkArray(randomPositions(set, Int(requested)).map { set.member(at: $0) })
+        ctx.connection.replyBulkArray(distinctRandomPositions(set.count, Int(requested), ctx).map { set.member(at: $0) })
         return
     }
     // With repeats: as many as asked, stopping (the client is then closed,
@@ -125,7 +106,7 @@ private func srandmember(_ ctx: CommandContext) throws {
     let count = Int(requested.magnitude)
     c.replyArrayHeader(count)
     for _ in 0..<count {
-        c.replyBulk(set.randomMember())
+        c.replyBulk(set.member(at: ctx.randomIndex(set.count)))
         if c.pendingOutput > bound {
             if hard == 0 { c.closeAfterReply = true }
             break
@@ -156,7 +137,7 @@ private func spop(_ ctx: CommandContext) throws {
     var popped: [[UInt8]]
     if requested == nil || requested! < set.count {
         // Highest position first, so each removal leaves the others in place.
-        let positions = requested == nil ? [Int.random(in: 0..<set.count)] : randomPositions(set, requested!)
+        let positions = requested == nil ? [ctx.randomIndex(set.count)] : distinctRandomPositions(set.count, requested!, ctx)
         popped = positions.sorted(by: >).map { set.remove(at: $0) }
     } else {
         popped = set.allMembers

@@ -106,17 +106,17 @@ func randomCount(_ ctx: CommandContext, _ index: Int, pairs: Bool) throws -> Int
 
 /// `count` distinct positions in 0..<size at random (all of them, in order,
 /// when count covers them).
-func distinctRandomPositions(_ size: Int, _ count: Int) -> [Int] {
+func distinctRandomPositions(_ size: Int, _ count: Int, _ ctx: CommandContext) -> [Int] {
     if count >= size { return Array(0..<size) }
     if count * 3 > size {
         var indices = Array(0..<size)
-        for i in 0..<count { indices.swapAt(i, Int.random(in: i..<size)) }
+        for i in 0..<count { indices.swapAt(i, i + ctx.randomIndex(size - i)) }
         return Array(indices.prefix(count))
     }
     var picked = Set<Int>()
     var order: [Int] = []
     while order.count < count {
-        let i = Int.random(in: 0..<size)
+        let i = ctx.randomIndex(size)
         if picked.insert(i).inserted { order.append(i) }
     }
     return order
@@ -130,7 +130,7 @@ private func zrandmember(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(zset.slots[Int.random(in: 0..<zset.count)])
+        ctx.connection.replyBulk(zset.slots[ctx.randomIndex(zset.count)])
         return
     }
     let requested = try randomCount(ctx, 2, pairs: ctx.args.count == 4)
@@ -140,8 +140,8 @@ private func zrandmember(_ ctx: CommandContext) throws {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    let positions = requested > 0 ? distinctRandomPositions(zset.count, requested)
-        : (0..<Int(requested.magnitude)).map { _ in Int.random(in: 0..<zset.count) }
+    let positions = requested > 0 ? distinctRandomPositions(zset.count, requested, ctx)
+        : (0..<Int(requested.magnitude)).map { _ in ctx.randomIndex(zset.count) }
     replyElements(ctx, positions.map { zset.slot($0) }, withScores: withScores)
 }
 

@@ -109,7 +109,7 @@ extension Server {
                 let weights = caches.map { volatileOnly ? ($0.engine?.statistics().volatileEntries ?? 0) : ($0.engine?.count ?? 0) }
                 let total = weights.reduce(0, +)
                 guard total > 0 else { return nil }
-                var pick = Int.random(in: 0..<total, using: &evictionRandom)
+                var pick = Int.random(in: 0..<total, using: &random)
                 var chosen = caches[0]
                 for (cache, weight) in zip(caches, weights) {
                     if pick < weight {

@@ -109,8 +109,10 @@ public final class Server {
     var maxMemoryEvictionPending = false
     /// The best eviction candidates sampled so far (Redis's EVPOOL).
     var evictionPool: [EvictionCandidate] = []
-    /// The random policies' pick of a cache (xorshift: no `getrandom(2)` per eviction).
-    var evictionRandom = FastRandom(seed: UInt64.random(in: 1...UInt64.max))
+    /// Random picks that need no secrecy (eviction's pick of a cache,
+    /// SRANDMEMBER, SPOP, HRANDFIELD, ZRANDMEMBER): xorshift, as Redis's
+    /// `random()`; the system generator is a `getrandom(2)` per draw.
+    var random = FastRandom(seed: UInt64.random(in: 1...UInt64.max))
 
     // MARK: CLIENT PAUSE (Server+Pause)
 

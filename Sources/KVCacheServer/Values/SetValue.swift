@@ -127,9 +127,6 @@ final class SetValue: LiveValue {
     /// Every member: an intset's ascending, a hashtable's in no particular order.
     var allMembers: [[UInt8]] { large ? members : ints.map(Self.text) }
 
-    /// A member chosen at random (the set must not be empty).
-    func randomMember() -> [UInt8] { member(at: Int.random(in: 0..<count)) }
-
     /// Adds `member`, switching to the hashtable encoding as Redis's
     /// `setTypeAdd` does (a non-integer, or more than set-max-intset-entries).
     /// - Returns: whether it was new.
