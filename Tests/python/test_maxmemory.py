@@ -136,6 +136,67 @@ def test_buffers_of_clients_gone_stop_counting_at_once(limited, server):
     assert stat(c, "evicted_keys") == 0
 
 
+def names_listed(c):
+    return {part[5:] for line in c.command("CLIENT", "LIST").decode().splitlines()
+            for part in line.split() if part.startswith("name=")}
+
+
+def wait_gone(c, name, timeout=10):
+    deadline = time.time() + timeout
+    while name in names_listed(c) and time.time() < deadline:
+        time.sleep(0.01)
+    return name not in names_listed(c)
+
+
+def test_maxmemory_clients_closes_the_client_whose_query_buffer_passes_it(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "1mb") == "OK"
+    assert c.command("CONFIG", "GET", "maxmemory-clients") == [b"maxmemory-clients", b"1048576"]
+    hog = s.raw()
+    assert hog.command("CLIENT", "SETNAME", "hog") == "OK"
+    hog.sock.sendall(b"*1\r\n$3000000\r\n" + b"v" * 1_500_000)   # an argument half sent
+    assert wait_gone(c, "hog"), "a 1.5 MB query buffer outlived maxmemory-clients 1mb"
+    assert stat(c, "evicted_clients") == 1
+    assert c.command("PING") == "PONG"                     # the small client stays
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "0") == "OK"
+    big = s.raw()
+    assert big.command("SET", "k", "v" * 1_500_000) == "OK"   # off: nothing is closed
+    assert big.command("STRLEN", "k") == 1_500_000
+    assert stat(c, "evicted_clients") == 1
+    hog.close()
+    big.close()
+    c.close()
+
+
+def test_maxmemory_clients_never_closes_a_no_evict_client_and_takes_a_percentage(fresh_server):
+    s = fresh_server()
+    c = s.raw()
+    assert c.command("CLIENT", "NO-EVICT", "on") == "OK"
+    assert c.command("CONFIG", "SET", "maxmemory-clients", "10%") == "OK"   # of maxmemory 0: off
+    keeper = s.raw()
+    assert keeper.command("CLIENT", "NO-EVICT", "on") == "OK"
+    assert keeper.command("CLIENT", "SETNAME", "keeper") == "OK"
+    keeper.sock.sendall(b"*1\r\n$3000000\r\n" + b"v" * 1_500_000)
+    time.sleep(0.3)
+    assert "keeper" in names_listed(c) and stat(c, "evicted_clients") == 0
+    assert c.command("CONFIG", "SET", "maxmemory", "10mb") == "OK"           # 10% of it: 1 MB
+    time.sleep(0.3)
+    assert "keeper" in names_listed(c)                     # over the limit, but never evicted
+    other = s.raw()
+    try:
+        other.command("CLIENT", "SETNAME", "other")        # evictable: the first to go
+    except (ConnectionError, OSError):
+        pass                                               # closed before it ran: as Redis
+    assert wait_gone(c, "other")
+    assert "keeper" in names_listed(c)
+    assert stat(c, "evicted_clients") >= 1
+    assert c.command("CONFIG", "SET", "maxmemory", "0") == "OK"
+    keeper.close()
+    other.close()
+    c.close()
+
+
 def test_object_freq_and_idletime(limited):
     c = limited
     c.command("SET", "k", "v")

@@ -266,8 +266,8 @@ extension ServerConfig {
         .acceptedInteger("loading-process-events-interval-bytes", default: 2 * 1024 * 1024,
                          1024...Int(Int32.max)).hiddenFromPatterns,
         // Redis's limit on all clients' buffers together: a size, or a
-        // percentage of maxmemory. Accepted and shown; client buffers are
-        // bounded here by client-output-buffer-limit and the query limit.
+        // percentage of maxmemory; past it, the client holding the most is
+        // closed (Server.evictClientsIfNeeded).
         .accepted("maxmemory-clients", default: "0") { args, given in
             let text = try oneArgument(args, given)
             if text.hasSuffix("%") {

@@ -184,6 +184,11 @@ extension Server {
             reject(connection, .loading, stats: stats)
             return
         }
+        if clientEvictionLimit > 0 && connection.fd >= 0 && commandDepth == 0 {
+            // As Redis's processCommand: a client that evicted itself runs nothing.
+            evictClientsIfNeeded()
+            if connection.closed { return }
+        }
         if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
             let outOfMemory = !performEvictions()
             preCommandOutOfMemory = outOfMemory

@@ -183,7 +183,7 @@ extension Server {
                 "rejected_connections:\(stats.rejectedConnections)",
                 "expired_keys:\(all.reduce(0) { $0 + $1.expired })",
                 "evicted_keys:\(all.reduce(0) { $0 + $1.evicted })",
-                "evicted_clients:0",  // no maxmemory-clients eviction here
+                "evicted_clients:\(stats.evictedClients)",
                 "keyspace_hits:\(stats.keyspaceHits)",
                 "keyspace_misses:\(stats.keyspaceMisses)",
                 "memory_tier_hits:\(all.reduce(0) { $0 + $1.tierHits })",

@@ -40,6 +40,48 @@ extension Server {
         }
     }
 
+    /// Redis's `getClientEvictionLimit`: `maxmemory-clients` in bytes, or
+    /// its percentage of `maxmemory` (none while maxmemory is 0), at least
+    /// 128 KiB so that a client can still talk to the server; 0: off.
+    static func clientEvictionLimit(_ config: ServerConfig) -> Int {
+        let text = config.acceptedSettings["maxmemory-clients"] ?? "0"
+        let limit: Int
+        if text.hasSuffix("%") {
+            guard config.maxMemory > 0, let percent = Int(text.dropLast()), percent > 0 else { return 0 }
+            limit = Int(Double(config.maxMemory) * Double(percent) / 100)
+        } else {
+            guard let bytes = Int(text), bytes > 0 else { return 0 }
+            limit = bytes
+        }
+        return max(limit, 128 * 1024)
+    }
+
+    /// Redis's `evictClients` (maxmemory-clients): while the clients'
+    /// buffers together (query buffers and unsent replies, CLIENT LIST's
+    /// tot-mem; replica feeds apart) reach the limit, the client holding
+    /// the most is closed, logged as Redis logs it. A client with CLIENT
+    /// NO-EVICT on counts but is never closed. Runs before each command and
+    /// once a loop iteration (a query buffer grows between commands).
+    func evictClientsIfNeeded() {
+        let limit = clientEvictionLimit
+        guard limit > 0 else { return }
+        var total = 0
+        var evictable: [(memory: Int, connection: Connection)] = []
+        for case let connection? in connections where !connection.closed && !connection.isReplica {
+            let memory = connection.input.allocated + connection.output.capacity
+            total += memory
+            if !connection.noEvict { evictable.append((memory, connection)) }
+        }
+        guard total >= limit else { return }
+        let now = Self.nowMilliseconds()
+        for (memory, connection) in evictable.sorted(by: { $0.memory > $1.memory }) where total >= limit {
+            logger.notice("Evicting client: \(connection.infoLine(now: now))")
+            stats.evictedClients += 1
+            close(connection)
+            total -= memory
+        }
+    }
+
     /// Evicts by `maxmemory-policy` until the data fits `maxmemory`, for
     /// at most about `maxmemory-eviction-tenacity`'s time (then the loop
     /// goes on in the background, as Redis's eviction time proc).

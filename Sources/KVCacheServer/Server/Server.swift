@@ -104,6 +104,9 @@ public final class Server {
 
     /// What clients' buffers held at the last count (cron).
     var clientBufferBytes = 0
+    /// maxmemory-clients in bytes (0: no client eviction), kept as the
+    /// configuration changes (see `evictClientsIfNeeded`).
+    var clientEvictionLimit = 0
     var openedAllForMaxMemory = false
     /// A command stopped evicting at its time budget; the loop goes on.
     var maxMemoryEvictionPending = false
@@ -212,6 +215,7 @@ public final class Server {
     /// - Throws: `ConfigError` or `SystemError` with a message fit for the user.
     public init(config: ServerConfig, logger: Logger) throws {
         self.config = config
+        clientEvictionLimit = Self.clientEvictionLimit(config)
         self.logger = logger
         self.startedAt = Server.nowMilliseconds()
         SignalSource.ignoreBrokenPipe()
@@ -344,6 +348,7 @@ public final class Server {
         if newConfig.maxMemoryPolicy != config.maxMemoryPolicy { evictionPool = [] }
         let passwordChanged = newConfig.requirePass != config.requirePass
         config = newConfig
+        clientEvictionLimit = Self.clientEvictionLimit(newConfig)
         logger.level = newConfig.logLevel
         registry.apply(newConfig)
         slowlog.threshold = newConfig.slowlogSlowerThan
@@ -424,6 +429,7 @@ public final class Server {
             resumeParked()
             persistence.periodic(now: Self.nowMilliseconds())
             persistence.beforeReplies()
+            if clientEvictionLimit > 0 { evictClientsIfNeeded() }
             sendQueuedReplies()
             let now = Self.nowMilliseconds()
             if now - lastCron >= 100 && !cronPaused {

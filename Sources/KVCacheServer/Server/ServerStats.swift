@@ -7,6 +7,8 @@ struct ServerStats {
     /// memory and are tried again).
     var failedCommits = 0
     var outputLimitDisconnections = 0
+    /// Clients closed by maxmemory-clients: INFO's evicted_clients.
+    var evictedClients = 0
     /// Failed AUTH (and HELLO AUTH) attempts: INFO's acl_access_denied_auth.
     var authFailures = 0
     var tlsHandshakeFailures = 0
