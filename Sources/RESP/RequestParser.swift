@@ -58,6 +58,14 @@ public struct RequestParser: Sendable {
     /// True when a request has been partly read.
     public var isMidRequest: Bool { multibulkRemaining > 0 }
 
+    /// While a bulk's header is read and its payload is not all here: the
+    /// bytes the unfinished frame needs, from its first byte, through that
+    /// payload and its CRLF (nil otherwise).
+    public var frameBytesAwaited: Int? {
+        guard multibulkRemaining > 0, bulkLength >= 0 else { return nil }
+        return frameParsed + bulkLength + 2
+    }
+
     /// Reads the next complete request from `buffer[index...]`.
     ///
     /// - Returns: the request (never empty), or nil when more bytes are

@@ -152,7 +152,7 @@ struct MemoryFigures {
         startup = min(server.startupMemory, allocated)
         var buffers = 0, count = 0
         for case let connection? in server.connections {
-            buffers += connection.input.allocated + connection.output.capacity
+            buffers += connection.memoryUsage
             count += 1
         }
         clientBuffers = buffers

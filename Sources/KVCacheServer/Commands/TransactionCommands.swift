@@ -6,6 +6,14 @@ import SQLiteKVCache
 final class Transaction {
     var commands: [[[UInt8]]] = []
     var failed = false
+    /// The queued commands' argument bytes and a pointer per argument
+    /// (Redis's `mstate.argv_len_sums`: CLIENT LIST's multi-mem).
+    var queuedBytes = 0
+
+    func queue(_ args: [[UInt8]]) {
+        commands.append(args)
+        queuedBytes += args.reduce(0) { $0 + $1.count + 8 }
+    }
 }
 
 /// A key WATCH recorded, and whether it was live then (a live key gone by

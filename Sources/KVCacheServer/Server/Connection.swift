@@ -90,6 +90,22 @@ final class Connection {
     /// Memory this client's unparsed input holds: bytes (an unfinished
     /// request's arguments among them: they stay in the buffer) plus a
     /// bookkeeping cost per argument, so many empty arguments are not free.
+    /// Redis's `multiStateMemOverhead`: the queued commands' arguments and
+    /// entries, and the watched keys' entries.
+    var multiMemory: Int {
+        (transaction.map { $0.queuedBytes + $0.commands.count * 24 } ?? 0) + watched.count * 56
+    }
+
+    /// What the client holds, as Redis's `getClientMemoryUsage` counts it
+    /// (CLIENT LIST's tot-mem; maxmemory and maxmemory-clients count it):
+    /// its buffers, its MULTI state and watched keys, an entry per
+    /// subscription and per BCAST prefix tracked (Redis's rax nodes).
+    var memoryUsage: Int {
+        input.allocated + output.capacity + multiMemory
+            + (subscriptions.channels.count + subscriptions.patterns.count + subscriptions.shardChannels.count) * 32
+            + (tracking?.prefixes.count ?? 0) * 48
+    }
+
     var queryBufferCost: Int {
         input.count + parser.pendingArgumentCount * 32
     }
@@ -154,8 +170,8 @@ final class Connection {
         let blocks = (beyond + Self.replyBufferBytes - 1) / Self.replyBufferBytes
         return "id=\(id) addr=\(peer) laddr=\(local) fd=\(fd) name=\(nameText) age=\(age) idle=\(idle) flags=\(flags) "
             + "db=\(databaseLabel) sub=\(subscriptions.channels.count) psub=\(subscriptions.patterns.count) ssub=\(subscriptions.shardChannels.count) multi=\(multi) qbuf=\(input.count) qbuf-free=\(input.allocated - input.count) "
-            + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=0 rbs=\(input.allocated) rbp=\(input.allocated) "
-            + "obl=\(pending - beyond) oll=\(blocks) omem=\(beyond) tot-mem=\(input.allocated + output.capacity) "
+            + "argv-mem=\(parser.pendingArgumentBytes) multi-mem=\(transaction?.queuedBytes ?? 0) rbs=\(input.allocated) rbp=\(input.allocated) "
+            + "obl=\(pending - beyond) oll=\(blocks) omem=\(beyond) tot-mem=\(memoryUsage) "
             + "events=\(events) cmd=\(lastCommand) user=\(user?.name ?? "default") redir=\(tracking.map { $0.redirect } ?? -1) resp=\(protocolVersion)"
     }
 }

@@ -192,7 +192,7 @@ extension Server {
         Posix.close(connection.fd)
         // Its buffers no longer count against maxmemory (the count is the
         // last cron's, which may not have seen them: never below zero).
-        clientBufferBytes = max(0, clientBufferBytes - connection.input.allocated - connection.output.capacity)
+        clientBufferBytes = max(0, clientBufferBytes - connection.memoryUsage)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {
             connections[Int(connection.fd)] = nil
         }

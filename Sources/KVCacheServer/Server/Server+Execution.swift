@@ -60,6 +60,12 @@ extension Server {
         connection.lastInteraction = Self.nowMilliseconds()
         executeBuffered(connection)
         if connection.closed { return }
+        if let awaited = connection.parser.frameBytesAwaited, awaited - connection.input.count >= Self.bigArgument {
+            // As Redis's processMultibulkBuffer: room for a big argument's
+            // whole payload as soon as its header is read (CLIENT LIST's
+            // tot-mem and maxmemory-clients see it; no regrowth as it arrives).
+            connection.input.reserve(awaited - connection.input.count)
+        }
         if connection.queryBufferCost > config.clientQueryBufferLimit {
             logger.warning("Closing client \(connection.peer) that reached max query buffer length "
                 + "(\(connection.queryBufferCost) bytes)")
@@ -212,7 +218,7 @@ extension Server {
         // Client-side caching's table stays within tracking-table-max-keys (Redis's processCommand).
         if trackingActive { trackingLimitKeys() }
         if let queued = connection.transaction, !command.isTransactionControl {
-            queued.commands.append(args.copies)
+            queued.queue(args.copies)
             connection.replySimple("QUEUED")
             return
         }

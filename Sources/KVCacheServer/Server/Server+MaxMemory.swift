@@ -36,7 +36,7 @@ extension Server {
     func refreshClientBufferBytes() {
         clientBufferBytes = connections.reduce(0) { total, connection in
             guard let connection else { return total }
-            return total + connection.input.allocated + connection.output.capacity
+            return total + connection.memoryUsage
         }
     }
 
@@ -57,8 +57,8 @@ extension Server {
     }
 
     /// Redis's `evictClients` (maxmemory-clients): while the clients'
-    /// buffers together (query buffers and unsent replies, CLIENT LIST's
-    /// tot-mem; replica feeds apart) reach the limit, the client holding
+    /// memory together (CLIENT LIST's tot-mem: buffers, MULTI state,
+    /// watched keys, subscriptions; replica feeds apart) reaches the limit, the client holding
     /// the most is closed, logged as Redis logs it. A client with CLIENT
     /// NO-EVICT on counts but is never closed. Runs before each command and
     /// once a loop iteration (a query buffer grows between commands).
@@ -68,7 +68,7 @@ extension Server {
         var total = 0
         var evictable: [(memory: Int, connection: Connection)] = []
         for case let connection? in connections where !connection.closed && !connection.isReplica {
-            let memory = connection.input.allocated + connection.output.capacity
+            let memory = connection.memoryUsage
             total += memory
             if !connection.noEvict { evictable.append((memory, connection)) }
         }

@@ -62,7 +62,13 @@ public final class Server {
     // MARK: Running commands (Server+Execution)
 
     let commands: CommandTable
-    static let readChunk = 64 * 1024
+    /// The free room a read asks of a client's buffer: Redis's
+    /// PROTO_IOBUF_LEN, so an idle client holds about what Redis's does
+    /// (maxmemory and maxmemory-clients count it); a big argument gets its
+    /// whole room at once (`bigArgument`).
+    static let readChunk = 16 * 1024
+    /// Redis's PROTO_MBULK_BIG_ARG: an argument this long gets its room at once.
+    static let bigArgument = 32 * 1024
     /// Clients whose write waits for room in the memtables.
     var parked: [Connection] = []
     /// Whether a count may be parked for exact totals (false while a parked one resumes).

@@ -44,7 +44,7 @@ final class ReadBuffer {
     }
 
     /// Makes room for `chunk` more bytes after `end`, compacting first.
-    private func reserve(_ chunk: Int) {
+    func reserve(_ chunk: Int) {
         if capacity - end >= chunk { return }
         if start > 0 {
             if end > start, let storage { memmove(storage, storage + start, end - start) }
