@@ -87,9 +87,6 @@ final class Connection {
     /// Since when unsent replies have been over the soft output limit (ms), or nil.
     var overSoftLimitSince: Int64?
 
-    /// Memory this client's unparsed input holds: bytes (an unfinished
-    /// request's arguments among them: they stay in the buffer) plus a
-    /// bookkeeping cost per argument, so many empty arguments are not free.
     /// Redis's `multiStateMemOverhead`: the queued commands' arguments and
     /// entries, and the watched keys' entries.
     var multiMemory: Int {
@@ -106,6 +103,9 @@ final class Connection {
             + (tracking?.prefixes.count ?? 0) * 48
     }
 
+    /// Memory this client's unparsed input holds: bytes (an unfinished
+    /// request's arguments among them: they stay in the buffer) plus a
+    /// bookkeeping cost per argument, so many empty arguments are not free.
     var queryBufferCost: Int {
         input.count + parser.pendingArgumentCount * 32
     }

@@ -180,6 +180,10 @@ extension Server {
     func close(_ connection: Connection) {
         guard !connection.closed else { return }
         connection.closed = true
+        // What it held no longer counts against maxmemory (the count is the
+        // last cron's, which may not have seen it: never below zero); taken
+        // before its watched keys and subscriptions go.
+        clientBufferBytes = max(0, clientBufferBytes - connection.memoryUsage)
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
         if connection.isReplica { detachReplica(connection) }
@@ -190,9 +194,6 @@ extension Server {
         disableTracking(connection)
         epoll.remove(connection.fd)
         Posix.close(connection.fd)
-        // Its buffers no longer count against maxmemory (the count is the
-        // last cron's, which may not have seen them: never below zero).
-        clientBufferBytes = max(0, clientBufferBytes - connection.memoryUsage)
         if Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection {
             connections[Int(connection.fd)] = nil
         }

@@ -75,7 +75,7 @@ extension CacheEngine {
         let unapplied = table.allUnapplied.filter { $0.row.map { !$0.isExpired(at: now) } ?? false }
         // Pick memory or the file in proportion to what each holds.
         let fromMemory = fileVoid || table.draw(max(1, totals.count)) < unapplied.count
-        if fromMemory, let slot = unapplied.randomElement() { return slot.key }
+        if fromMemory, let slot = unapplied.randomElement(using: &table.random) { return slot.key }
         if !fileVoid {
             for _ in 0..<16 {
                 let probe = KeyDigest(w0: table.random.next())
@@ -87,8 +87,8 @@ extension CacheEngine {
                 }
             }
         }
-        if let slot = unapplied.randomElement() { return slot.key }
+        if let slot = unapplied.randomElement(using: &table.random) { return slot.key }
         // Mostly expired or shadowed: any live key at all.
-        return try keys().randomElement()
+        return try keys().randomElement(using: &table.random)
     }
 }

@@ -453,7 +453,6 @@ final class KeyTable {
     /// empty ones while the writer kept up, a retain and a release each.
     func randomSlot() -> KeySlot? { slots.randomSlot(using: &random) }
 
-    /// Every unapplied slot, in no order.
     /// Calls `body` with the slots in memory while it returns true, for at
     /// most `limit` of them (a fallback when random samples found nothing).
     func visitSlots(limit: Int, _ body: (KeySlot) -> Bool) {
@@ -464,6 +463,7 @@ final class KeyTable {
         }
     }
 
+    /// Every unapplied slot, in no order.
     var allUnapplied: [KeySlot] { unappliedIndex.flatMap { $0 } }
 
     /// The unapplied slots whose digests start with `bucket`'s top
