@@ -13,6 +13,7 @@ import math
 import datetime as _dt
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -411,8 +412,41 @@ def encode(*args) -> bytes:
     return b"".join(out)
 
 
+# free_port hands out ports below Linux's ephemeral range (32768-60999 by
+# default), which the kernel never gives to an outgoing connection or a
+# bind to port 0: a port taken from that range (bind to 0, then close) could
+# become some client's source port before the server bound it, and the
+# server then failed with "Address already in use". Each process (each
+# pytest-xdist worker) walks its own block of the range, so two workers
+# never race for one port either.
+PORT_RANGE = (23000, 32768)
+PORT_BLOCK = 1200
+_port_cursor = None
+
+
+def _port_block_start() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ...
+    blocks = (PORT_RANGE[1] - PORT_RANGE[0]) // PORT_BLOCK
+    index = int(worker[2:]) if worker[2:].isdigit() else blocks - 1 - os.getpid() % 2
+    return PORT_RANGE[0] + (index % blocks) * PORT_BLOCK
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A loopback port nothing listens on, from this process's block."""
+    global _port_cursor
+    start = _port_block_start()
+    if _port_cursor is None:
+        _port_cursor = random.randrange(PORT_BLOCK)
+    for _ in range(PORT_BLOCK):
+        port = start + _port_cursor
+        _port_cursor = (_port_cursor + 1) % PORT_BLOCK
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # the whole block busy: any port
         s.bind((HOST, 0))
         return s.getsockname()[1]
 
