@@ -18,7 +18,7 @@ let connectionCommands: [Command] = [
             subcommands: ["caching", "getname", "getredir", "id", "info", "kill", "list", "no-evict", "pause", "reply",
                           "setinfo", "setname", "tracking", "trackinginfo", "unblock", "unpause"]),
     Command(name: "wait", arity: 3, flags: [], firstKey: 0, lastKey: 0, step: 0, group: "generic",
-            summary: "Waits for the writes to reach replicas; there are none, so it answers 0 at once.", handler: wait),
+            summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", handler: wait),
 ]
 
 private func ping(_ ctx: CommandContext) throws {
@@ -298,8 +298,13 @@ extension Connection {
 /// reaches one: 0, at once (Redis would wait out the timeout for any
 /// numreplicas above 0).
 private func wait(_ ctx: CommandContext) throws {
-    _ = try ctx.integer(1)
+    if ctx.server.replicaLink != nil {
+        throw ReplyError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a "
+            + "replica is configured to be writable (which is not the default) writes to replicas are just local "
+            + "and are not propagated.")
+    }
+    let count = try ctx.integer(1)
     guard let timeout = parseStrictInt64(ctx.args[2]) else { throw ReplyError("ERR timeout is not an integer or out of range") }
     guard timeout >= 0 else { throw ReplyError("ERR timeout is negative") }
-    ctx.connection.replyInteger(0)
+    ctx.server.waitForReplicas(ctx.connection, count: Int(clamping: count), timeout: timeout, mayBlock: ctx.mayBlock)
 }

@@ -66,7 +66,12 @@ private func debug(_ ctx: CommandContext) throws {
         ctx.connection.replyOK()
     case "sleep":
         guard ctx.args.count == 3, let seconds = Double(ctx.text(2)), seconds >= 0 else { throw ReplyError.syntax }
-        usleep(UInt32(min(seconds, 60) * 1_000_000))
+        // The whole time, a signal or not (usleep ended early on one: a
+        // 0.2 s sleep measured 0.183 s under ThreadSanitizer).
+        let micros = Int(min(seconds, 60) * 1_000_000)
+        var left = timespec(tv_sec: micros / 1_000_000, tv_nsec: micros % 1_000_000 * 1000)
+        var asked = left
+        while nanosleep(&asked, &left) != 0 && errno == EINTR { asked = left }
         ctx.connection.replyOK()
     case "protocol":
         guard ctx.args.count == 3 else { throw ReplyError.syntax }

@@ -25,12 +25,21 @@ let replicationCommands: [Command] = [
             handler: replicaof),
 ]
 
-/// ROLE, as a master answers it (this server is never a replica):
-/// `master`, the stream's offset, and each replica's ip, listening port
-/// and the offset it last acknowledged (REPLCONF ACK; 0 before one), as
-/// Redis's roleCommand answers.
+/// ROLE, as Redis's roleCommand answers it. A master: `master`, the
+/// stream's offset, and each replica's ip, listening port and the offset
+/// it last acknowledged (REPLCONF ACK; 0 before one). A replica: `slave`,
+/// the master's host and port, the link's state and the offset applied.
 private func role(_ ctx: CommandContext) throws {
     let c = ctx.connection
+    if let link = ctx.server.replicaLink {
+        c.replyArrayHeader(5)
+        c.replyBulk("slave")
+        c.replyBulk(link.host)
+        c.replyInteger(link.port)
+        c.replyBulk(ctx.server.roleState(link))
+        c.replyInteger(link.state == .connected ? link.offset : -1)
+        return
+    }
     let replication = ctx.server.replication
     let replicas = ctx.server.openReplicas
     c.replyArrayHeader(3)
@@ -45,12 +54,13 @@ private func role(_ ctx: CommandContext) throws {
     }
 }
 
-/// REPLICAOF (SLAVEOF) NO ONE answers +OK, as on a Redis master: this
-/// server is one already. REPLICAOF host port is refused: it feeds
-/// replicas but does not replicate from a master (the `replicaof`
-/// directive says the same).
+/// REPLICAOF (SLAVEOF) host port makes this server a replica of that
+/// master (Server/ReplicaLink.swift); NO ONE makes it a master again,
+/// keeping its data (Redis's replicaofCommand).
 private func replicaof(_ ctx: CommandContext) throws {
+    let server = ctx.server
     if ctx.option(1) == "no" && ctx.option(2) == "one" {
+        if server.replicaLink != nil { server.stopReplicating() }
         ctx.connection.replyOK()
         return
     }
@@ -58,8 +68,15 @@ private func replicaof(_ ctx: CommandContext) throws {
     guard let port = parseStrictInt64(ctx.args[2]), (0...65535).contains(port) else {
         throw ReplyError("ERR Invalid master port")
     }
-    throw ReplyError("ERR kvcache-server does not replicate from a master (it can feed replicas): "
-        + "REPLICAOF NO ONE is the only form it takes")
+    let host = ctx.text(1)
+    if let current = server.masterAddress, current.host.lowercased() == host.lowercased(), current.port == Int(port) {
+        server.logger.notice("REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.")
+        ctx.connection.replySimple("OK Already connected to specified master")
+        return
+    }
+    server.replicate(from: host, port: Int(port))
+    server.logger.notice("REPLICAOF \(host):\(port) enabled (user request from '\(ctx.connection.peer)')")
+    ctx.connection.replyOK()
 }
 
 /// SYNC, and PSYNC replid offset (answered `+FULLRESYNC <replid> <offset>`:

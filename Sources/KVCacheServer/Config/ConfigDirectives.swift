@@ -282,16 +282,18 @@ extension ServerConfig {
             }
             return String(bytes)
         },
-        // This server feeds replicas (SYNC/PSYNC) but is never one: the
-        // setting reads empty, and a master in a config file is refused.
-        ConfigDirective(name: "replicaof", aliases: ["slaveof"], words: true, apply: { _, args, given in
+        // `replicaof host port`: the server starts as that master's replica
+        // (Server/ReplicaLink.swift); REPLICAOF changes it while it runs.
+        ConfigDirective(name: "replicaof", aliases: ["slaveof"], words: true, apply: { config, args, given in
             guard args.allSatisfy(\.isEmpty) else {
-                // Redis's checks first: two arguments, a port.
+                // Redis's checks: two arguments, a port.
                 guard args.count == 2 else { throw ConfigError("wrong number of arguments") }
                 guard let port = Int(args[1]), (0...65535).contains(port) else { throw ConfigError("Invalid master port") }
-                throw ConfigError("'\(given)': kvcache-server does not replicate from a master (it can feed replicas)")
+                config.replicaOf = ReplicaOf(host: args[0], port: port)
+                return
             }
-        }, render: { _ in "" }),
+            config.replicaOf = nil
+        }, render: { config in config.replicaOf.map { "\($0.host) \($0.port)" } ?? "" }),
         .acceptedYesNo("aof-use-rdb-preamble", default: true),
         // The server runs in the foreground (under systemd, a container or
         // a shell): `daemonize no` is accepted, `yes` is an error, and

@@ -24,6 +24,8 @@ public struct OutputBufferLimit: Sendable, Equatable {
 /// The server's settings: Redis's names where Redis has the setting.
 public struct ServerConfig: Sendable {
     public var port = 6379
+    /// The master this server replicates (`replicaof`), if any.
+    public var replicaOf: ReplicaOf?
     public var bind = ["127.0.0.1"]
     public var dir = "./data"
     public var databases = 16
@@ -282,4 +284,10 @@ public func parseMemorySize(_ text: String) -> Int? {
     guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let value = Int(digits), value >= 0 else { return nil }
     let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
     return overflow ? nil : product
+}
+
+/// A master's address (`replicaof host port`).
+public struct ReplicaOf: Sendable, Equatable {
+    public var host: String
+    public var port: Int
 }

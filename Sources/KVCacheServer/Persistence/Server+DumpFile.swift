@@ -39,6 +39,29 @@ extension Server {
             logger.warning("Terminating server after rdb file reading failure.")
             throw ConfigError("\(path) cannot be loaded: \(error.lines[0])")
         }
+        let (loaded, expired) = try importRDB(file, source: path)
+        // The marker says "loaded": only once SQLite holds every key (with
+        // appendonly no a kill -9 would otherwise lose the keys and keep the
+        // marker), and durably (a lost marker would load the file again,
+        // over later writes).
+        guard persistence.applyAll() else {
+            throw ConfigError("the keys of \(path) could not all be written to SQLite: see the log")
+        }
+        let failure = Posix.replaceFile(marker, with: Array(stamp.utf8), temporary: marker + ".tmp", syncing: config.dir)
+        if failure != 0 {
+            logger.warning("Cannot write \(marker): \(String(cString: strerror(failure))); "
+                + "the dump file will be loaded again at the next start")
+        }
+        logger.notice("Done loading RDB, keys loaded: \(loaded), keys expired: \(expired), "
+            + "empty keys skipped: \(file.emptyKeys.count).")
+        logger.notice("DB loaded from disk: \(String(format: "%.3f", Double(Self.monotonicMicroseconds() - started) / 1e6)) seconds")
+    }
+
+    /// Replaces the numbered caches' data with an RDB's keys (those already
+    /// expired skipped), each written as any write is, so the log and then
+    /// SQLite hold them: a dump file at start-up, a master's RDB on a replica.
+    /// - Returns: the keys loaded and the keys skipped as expired.
+    func importRDB(_ file: RDBFile, source path: String) throws -> (loaded: Int, expired: Int) {
         if let db = file.entries.map(\.db).max(), db >= config.databases {
             logger.warning("FATAL: Data file was created with a Redis server configured to handle more than "
                 + "\(config.databases) databases. Exiting")
@@ -67,20 +90,6 @@ extension Server {
             if loaded % 1000 == 0 { persistence.appendPending() }  // records of a bounded size
         }
         persistence.appendPending()
-        // The marker says "loaded": only once SQLite holds every key (with
-        // appendonly no a kill -9 would otherwise lose the keys and keep the
-        // marker), and durably (a lost marker would load the file again,
-        // over later writes).
-        guard persistence.applyAll() else {
-            throw ConfigError("the keys of \(path) could not all be written to SQLite: see the log")
-        }
-        let failure = Posix.replaceFile(marker, with: Array(stamp.utf8), temporary: marker + ".tmp", syncing: config.dir)
-        if failure != 0 {
-            logger.warning("Cannot write \(marker): \(String(cString: strerror(failure))); "
-                + "the dump file will be loaded again at the next start")
-        }
-        logger.notice("Done loading RDB, keys loaded: \(loaded), keys expired: \(expired), "
-            + "empty keys skipped: \(file.emptyKeys.count).")
-        logger.notice("DB loaded from disk: \(String(format: "%.3f", Double(Self.monotonicMicroseconds() - started) / 1e6)) seconds")
+        return (loaded, expired)
     }
 }

@@ -40,6 +40,13 @@ final class Connection {
     /// listening-port gave.
     var isReplica = false
     var replicaListeningPort = 0
+    /// Whether this is the master's client on a replica (Server/ReplicaLink.swift):
+    /// its commands are obeyed (no ACL, read-only or maxmemory refusal) and
+    /// its replies dropped.
+    var isMaster = false
+    /// The replication offset right after this client's last write that
+    /// reached the stream (Redis's woff): what WAIT waits for.
+    var writeOffset = 0
     /// The offset its last REPLCONF ACK gave (ROLE's third field of a
     /// replica), and when that ACK came (ms; SYNC sets it first): INFO's
     /// `lag` is the seconds since, as Redis's repl_ack_time.

@@ -4,12 +4,12 @@ import RESP
 /// replication.c master side and server.c's propagation, 7.0).
 ///
 /// `SYNC` (or `PSYNC`, answered `+FULLRESYNC`) turns a connection into a
-/// feed: it gets an RDB of an empty dataset, then every write the server
+/// feed: it gets an RDB of the numbered caches' data, then every write the server
 /// propagates, as Redis sends it to its replicas (`SELECT` when the
 /// database changes, rewrites such as `SET … PXAT`, `MULTI`/`EXEC` around a
 /// command's several effects, `DEL` for keys that expired or were evicted,
-/// a `PING` every `repl-ping-replica-period` seconds). There is no initial
-/// data and no replica mode: the feed starts from the moment of the `SYNC`.
+/// a `PING` every `repl-ping-replica-period` seconds). The replica side is
+/// Server/ReplicaLink.swift.
 ///
 /// Commands record their propagation while they run (Redis's
 /// `server.also_propagate`); the outermost command hands the collected ops
@@ -56,9 +56,9 @@ final class ReplicationFeed {
     /// MULTI/EXEC (Redis's CMD_TOUCHES_ARBITRARY_KEYS).
     static let touchesArbitraryKeys: Set<String> = ["keys", "scan", "randomkey"]
 
-    /// An RDB (version 10) of an empty dataset, as a replica expects after
-    /// SYNC. It does not carry the data: the feed starts from now.
-    static func emptyRDB(now: Int64) -> [UInt8] {
+    /// An RDB (version 10) holding `databases` (each database's number
+    /// and its keys, already encoded), as a replica expects after SYNC.
+    static func rdb(now: Int64, databases: [(index: Int, keys: [UInt8])] = []) -> [UInt8] {
         var out = Array("REDIS00\(RDB.version)".utf8)
         func aux(_ key: String, _ value: String) {
             out.append(0xFA)  // RDB_OPCODE_AUX
@@ -70,20 +70,40 @@ final class ReplicationFeed {
         aux("ctime", String(now / 1000))
         aux("used-mem", "0")
         aux("aof-base", "0")
+        for database in databases {
+            out.append(0xFE)  // RDB_OPCODE_SELECTDB
+            RDB.appendLength(database.index, to: &out)
+            out.append(contentsOf: database.keys)
+        }
         out.append(0xFF)  // RDB_OPCODE_EOF
         withUnsafeBytes(of: RDB.crc64(out).littleEndian) { out.append(contentsOf: $0) }
         return out
+    }
+
+    /// One key as an RDB holds it: its expiry (RDB_OPCODE_EXPIRETIME_MS),
+    /// its type, its name and its value, from the key's DUMP payload (type,
+    /// value, then the 2-byte version and the 8-byte checksum).
+    static func appendRDBKey(_ key: [UInt8], expiresAt: Int64?, dump: [UInt8], to out: inout [UInt8]) {
+        if let expiresAt {
+            out.append(0xFC)
+            withUnsafeBytes(of: UInt64(bitPattern: expiresAt).littleEndian) { out.append(contentsOf: $0) }
+        }
+        out.append(dump[0])
+        RDB.appendString(key, to: &out)
+        out.append(contentsOf: dump[1..<dump.count - 10])
     }
 }
 
 extension Server {
     // MARK: Attaching and detaching feeds
 
-    /// SYNC/PSYNC: sends `connection` the empty RDB as a bulk payload and
-    /// makes it a feed of the stream from now on (replies to what it sends
-    /// later are dropped; REPLCONF ACK is ignored, as Redis).
+    /// SYNC/PSYNC: sends `connection` an RDB of the numbered caches as a
+    /// bulk payload and makes it a feed of the stream from now on (replies
+    /// to what it sends later are dropped; REPLCONF ACK is ignored, as
+    /// Redis). The snapshot is made on the loop, in one go: Redis forks for
+    /// it, here the other clients wait while it is made.
     func attachReplica(_ connection: Connection, fullResync: Bool) {
-        let payload = ReplicationFeed.emptyRDB(now: Self.nowMilliseconds())
+        let payload = ReplicationFeed.rdb(now: Self.nowMilliseconds(), databases: snapshotDatabases())
         if fullResync {
             connection.replySimple("FULLRESYNC \(replicationID) \(replication.offset)")
         }
@@ -98,6 +118,27 @@ extension Server {
         if replication.replicas.count == 1 { replication.lastPing = Self.nowMilliseconds() }
         replicationFeeding = true
         logger.verbose("Replica \(connection.peer) asks for synchronization: streaming writes from now on")
+    }
+
+    /// The numbered caches' keys, encoded for an RDB (named caches are
+    /// not Redis databases and are left out).
+    private func snapshotDatabases() -> [(index: Int, keys: [UInt8])] {
+        var databases: [(index: Int, keys: [UInt8])] = []
+        let caches = registry.openAllKnown().filter { $0.openError == nil && $0.databaseIndex != nil }
+        for cache in caches.sorted(by: { $0.databaseIndex! < $1.databaseIndex! }) {
+            var bytes: [UInt8] = []
+            do {
+                let keyspace = Keyspace(server: self, cache: cache)
+                for key in try keyspace.keys() {
+                    guard let entry = try keyspace.peekStored(key) else { continue }
+                    ReplicationFeed.appendRDBKey(key, expiresAt: entry.row.expiresAt, dump: try RDB.dump(entry), to: &bytes)
+                }
+            } catch {
+                logger.warning("Snapshot of cache '\(cache.name)' for a replica is incomplete: \(error)")
+            }
+            if !bytes.isEmpty { databases.append((cache.databaseIndex!, bytes)) }
+        }
+        return databases
     }
 
     /// Removes a closed feed.
@@ -120,6 +161,7 @@ extension Server {
             if args[1].lowercasedText == "ack", args.count >= 3, let offset = parseStrictInt64(args[2]) {
                 connection.replicaAckOffset = max(connection.replicaAckOffset, Int(truncatingIfNeeded: offset))
                 connection.replicaAckTime = Self.nowMilliseconds()
+                serveWaitingForAcks()
             }
             return
         }
@@ -193,7 +235,7 @@ extension Server {
     }
 
     /// Appends `bytes` to every feed's output.
-    private func sendToReplicas(_ bytes: [UInt8]) {
+    func sendToReplicas(_ bytes: [UInt8]) {
         replication.offset += bytes.count
         for replica in replication.replicas where !replica.closed {
             replica.output.append(contentsOf: bytes)

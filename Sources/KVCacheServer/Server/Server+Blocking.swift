@@ -29,6 +29,9 @@ final class BlockState {
     /// The key readied, while the command runs again for a stream (Redis
     /// serves a stream client from the one key that woke it).
     var readyKey: [UInt8]?
+    /// WAIT's: the stream offset the replicas must acknowledge, and how
+    /// many of them (the client waits on no key).
+    var acks: (offset: Int, replicas: Int)?
 
     init(command: Command, args: [[UInt8]], cache: OpenCache, keys: [[UInt8]], kind: ValueKind, deadline: Int64?, since: Int64) {
         self.command = command
@@ -198,7 +201,7 @@ extension Server {
         while let (deadline, client) = blockDeadlines.top, deadline <= now {
             blockDeadlines.pop()
             guard let state = client.blocked, state.deadline == deadline, !client.closed else { continue }
-            client.replyNullArray()
+            replyTimedOut(client, state)
             unblock(client)
             queueReplies(client)
         }
@@ -237,12 +240,68 @@ extension Server {
             client.replyError(failure)
             client.blocked?.command.stats.failed += 1
             countError(failure)  // errorstat_UNBLOCKED, as Redis
-        } else {
-            client.replyNullArray()
+        } else if let state = client.blocked {
+            replyTimedOut(client, state)
         }
         unblock(client)
         queueReplies(client)
         return true
+    }
+
+    /// A blocked client's answer on a timeout: a null array, or for WAIT
+    /// the number of replicas that acknowledged its offset.
+    private func replyTimedOut(_ client: Connection, _ state: BlockState) {
+        if let acks = state.acks {
+            client.replyInteger(replicasAcknowledging(acks.offset))
+        } else {
+            client.replyNullArray()
+        }
+    }
+
+    /// The feeds whose last REPLCONF ACK reached `offset`.
+    func replicasAcknowledging(_ offset: Int) -> Int {
+        openReplicas.reduce(0) { $0 + ($1.replicaAckOffset >= offset ? 1 : 0) }
+    }
+
+    /// WAIT numreplicas timeout: blocks the client until that many replicas
+    /// acknowledge the stream up to its last write, or the timeout (milliseconds;
+    /// 0 forever) passes; the answer is the count that did (Redis's
+    /// waitCommand). The replicas are asked for an ACK before the loop sleeps (GETACK).
+    func waitForReplicas(_ connection: Connection, count: Int, timeout: Int64, mayBlock: Bool) {
+        let offset = connection.writeOffset
+        let acknowledged = replicasAcknowledging(offset)
+        guard acknowledged < count, mayBlock, let command = commands.lookup(Array("wait".utf8)) else {
+            connection.replyInteger(acknowledged)
+            return
+        }
+        let state = BlockState(command: command, args: [], cache: connection.cache, keys: [], kind: .string,
+                               deadline: timeout > 0 ? Self.nowMilliseconds() + timeout : nil, since: Self.nowMilliseconds())
+        state.acks = (offset, count)
+        block(connection, state)
+        waitingForAcks.append(connection)
+        acksWanted = true
+    }
+
+    /// REPLCONF GETACK * to every feed (Redis's replicationRequestAckFromSlaves).
+    func requestAcks() {
+        acksWanted = false
+        var getack: [UInt8] = []
+        RESPEncoder.bulkArray([Array("REPLCONF".utf8), Array("GETACK".utf8), Array("*".utf8)], into: &getack)
+        sendToReplicas(getack)
+    }
+
+    /// An ACK came: the WAITs it satisfies are answered.
+    func serveWaitingForAcks() {
+        guard !waitingForAcks.isEmpty else { return }
+        waitingForAcks.removeAll { client in
+            guard let state = client.blocked, let acks = state.acks, !client.closed else { return true }
+            let acknowledged = replicasAcknowledging(acks.offset)
+            guard acknowledged >= acks.replicas else { return false }
+            client.replyInteger(acknowledged)
+            unblock(client)
+            queueReplies(client)
+            return true
+        }
     }
 }
 

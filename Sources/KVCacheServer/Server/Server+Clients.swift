@@ -63,18 +63,7 @@ extension Server {
                 cache: cache, limits: requestLimits, now: now)
             assignStartingUser(connection)
             nextClientID += 1
-            do {
-                try epoll.add(fd, token: token, interest: .readable)
-            } catch {
-                logger.warning("Registering client: \(error)")
-                Posix.close(fd)
-                continue
-            }
-            if fd >= connections.count {
-                connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
-            }
-            connections[Int(fd)] = connection
-            clientCount += 1
+            guard register(connection) else { continue }
             logger.debug("Accepted \(connection.peer)")
             if tls, let tlsContext {
                 guard let session = TLSSession(context: tlsContext, fd: fd) else {
@@ -85,6 +74,25 @@ extension Server {
                 advanceHandshake(connection)
             }
         }
+    }
+
+    /// Watches a new connection's socket and counts it among the clients;
+    /// false (the socket closed) when epoll refuses it.
+    func register(_ connection: Connection) -> Bool {
+        let fd = connection.fd
+        do {
+            try epoll.add(fd, token: connection.token, interest: .readable)
+        } catch {
+            logger.warning("Registering client: \(error)")
+            Posix.close(fd)
+            return false
+        }
+        if fd >= connections.count {
+            connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
+        }
+        connections[Int(fd)] = connection
+        clientCount += 1
+        return true
     }
 
     /// Stops watching the listening sockets until `time` (cron resumes them).
@@ -187,6 +195,7 @@ extension Server {
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
         if connection.isReplica { detachReplica(connection) }
+        if connection.isMaster { masterLost(connection) }
         if connection.blocked != nil { unblock(connection) }
         if connection.postponed != nil { postponedClients.removeAll { $0 === connection } }
         unwatchAll(connection)

@@ -92,8 +92,14 @@ extension Server {
             batching = outerBatching
             batchClock = nil
         }
+        // The master's stream counts toward the replication offset as it is
+        // consumed (Redis's reploff): a command's bytes once it has run.
+        let link = connection.isMaster ? replicaLink : nil
+        link?.lastIO = Self.nowMilliseconds()
         connection.input.consume { buffer in
             var index = 0
+            var accounted = 0
+            defer { link?.offset += index - accounted }
             while !connection.closeAfterReply && !connection.closed && connection.parked == nil && connection.blocked == nil
                     && connection.postponed == nil {
                 let request: RequestParser.Request?
@@ -103,6 +109,7 @@ extension Server {
                     connection.replyError(ReplyError("ERR \(error.message)"))
                     connection.closeAfterReply = true
                     logger.verbose("Protocol error (\(error.message)) from client \(connection.peer)")
+                    index = buffer.count
                     return buffer.count
                 } catch {
                     preconditionFailure("the request parser throws only ProtocolError")
@@ -114,6 +121,10 @@ extension Server {
                     execute(Arguments(frame: frame, in: buffer, ranges: connection.parser.argumentRanges), for: connection)
                 case .inline(let words):
                     Arguments.withCopy(of: words) { execute($0, for: connection) }
+                }
+                if let link {
+                    link.offset += index - accounted
+                    accounted = index
                 }
             }
             return index
@@ -130,6 +141,11 @@ extension Server {
         }
         // A replication feed runs nothing it sends (its REPLCONF ACKs are ignored).
         if connection.isReplica { return replicaInput(args, from: connection) }
+        // The master's GETACK is answered (with the offset before it), its other replies dropped.
+        if connection.isMaster, args.count >= 2, args[0].lowercasedText == "replconf", args[1].lowercasedText == "getack",
+           let link = replicaLink {
+            return sendAck(link, now: Self.nowMilliseconds())
+        }
         // CLIENT REPLY OFF or SKIP: the reply is dropped, pushes are kept.
         connection.replySkipping = connection.replySkipNext
         connection.replySkipNext = false
@@ -180,6 +196,10 @@ extension Server {
             reject(connection, refusal, stats: stats)
             return
         }
+        if replicaLink != nil && refusedOnReadOnlyReplica(command, connection) {
+            reject(connection, ReplyError("READONLY You can't write against a read only replica."), stats: stats)
+            return
+        }
         if pubsub.subscribedClients > 0 && connection.protocolVersion == 2 && connection.subscriptions.active
             && !PubSub.allowedWhileSubscribed.contains(command.name) {
             reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
@@ -190,12 +210,12 @@ extension Server {
             reject(connection, .loading, stats: stats)
             return
         }
-        if clientEvictionLimit > 0 && connection.fd >= 0 && commandDepth == 0 {
+        if clientEvictionLimit > 0 && connection.fd >= 0 && commandDepth == 0 && !connection.isMaster {
             // As Redis's processCommand: a client that evicted itself runs nothing.
             evictClientsIfNeeded()
             if connection.closed { return }
         }
-        if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 {
+        if config.maxMemory > 0 && !persistence.replaying && connection.fd >= 0 && commandDepth == 0 && !ignoresMaxMemory {
             let outOfMemory = !performEvictions()
             preCommandOutOfMemory = outOfMemory
             if outOfMemory && refusedWhenOutOfMemory(command, args, connection) {
@@ -267,6 +287,7 @@ extension Server {
         // The replication stream: what the command changed, sent when the outermost one ends.
         let feeding = replicationFeeding
         let propagation = feeding ? propagationBegin(connection) : nil
+        let offsetAtStart = replication.offset
         // Monitors see a command as it starts (EVAL before its script's
         // commands), but EXEC after the commands it ran (MULTI, SET, EXEC),
         // as Redis 7.0 shows them.
@@ -278,6 +299,9 @@ extension Server {
             propagationEnd(propagation, command, args)
             if commandDepth == 1 { flushPropagation(transaction: !ReplicationFeed.touchesArbitraryKeys.contains(command.name)) }
         }
+        // The stream's offset right after the client's last write that
+        // went out (Redis's c->woff): what its WAIT waits for.
+        if replication.offset != offsetAtStart { connection.writeOffset = replication.offset }
         let ended = Self.realtimeMicroseconds()
         let elapsed = max(0, ended - began)
         if commandDepth == 1 && batching { batchClock = ended }
@@ -309,6 +333,10 @@ extension Server {
             if replicationFeeding { flushPropagation() }
         }
     }
+
+    /// A replica leaves maxmemory to its master (`replica-ignore-maxmemory
+    /// yes`, Redis's default): it evicts nothing and refuses no write.
+    var ignoresMaxMemory: Bool { replicaLink != nil && config.acceptedSettings["replica-ignore-maxmemory"] != "no" }
 
     /// Whether a command changes data, so it waits while the memtables are
     /// full: a write command, or an EXEC whose transaction holds one.

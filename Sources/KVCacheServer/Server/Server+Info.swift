@@ -83,14 +83,12 @@ extension Server {
                 "clients_in_timeout_table:\(connections.reduce(0) { $0 + ($1?.blocked?.deadline != nil ? 1 : 0) })",
             ]
         case "replication":
-            return [
-                "role:master",
-            ] + replicaInfoLines + [
+            return (replicaLink.map(replicaRoleInfoLines) ?? ["role:master"]) + replicaInfoLines + [
                 "master_failover_state:no-failover",
                 "master_replid:\(replicationID)",
-                "master_replid2:0000000000000000000000000000000000000000",
-                "master_repl_offset:\(replication.offset)",
-                "second_repl_offset:-1",
+                "master_replid2:\(previousReplicationID)",
+                "master_repl_offset:\(replicaLink?.offset ?? replication.offset)",
+                "second_repl_offset:\(secondReplicationOffset)",
                 "repl_backlog_active:0",
                 "repl_backlog_size:1048576",
                 "repl_backlog_first_byte_offset:0",

@@ -13,7 +13,8 @@ extension Server {
     /// Removes a bounded batch of expired entries from each open cache, so a
     /// mass expiry never stalls the loop; more left means poll again at once.
     func sweepExpired() {
-        guard activeExpire, pauseType == .off else { return }
+        // A replica expires nothing by itself: its master's DELs do (Redis's activeExpireCycle runs on masters).
+        guard activeExpire, pauseType == .off, replicaLink == nil else { return }
         defer { serveKeysReadiedInTheBackground() }
         let started = Self.monotonicMicroseconds()
         // The sweep's time is LATENCY's expire-cycle, as Redis's activeExpireCycle.
@@ -79,6 +80,7 @@ extension Server {
         // The tracking table's bound, even when idle after a CONFIG SET (as Redis's serverCron).
         if !tracking.table.isEmpty { trackingLimitKeys() }
         if replicationFeeding { replicationCron(now: now) }
+        if replicaLink != nil { replicaCron(now: now) }
         opsSamples.append((now, stats.totalCommandsProcessed))
         if opsSamples.count > 16 { opsSamples.removeFirst(opsSamples.count - 16) }
         for connection in connections.compactMap({ $0 }) {

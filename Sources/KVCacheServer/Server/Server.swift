@@ -24,7 +24,13 @@ public final class Server {
     let logger: Logger
     let startedAt: Int64
     /// A random 40-hex-digit id for INFO replication, as Redis makes one per start.
-    let replicationID = Server.randomID()
+    var replicationID = Server.randomID()
+    /// The replication id before the last promotion (INFO's `master_replid2`)
+    /// and the offset from which the current one holds (`second_repl_offset`).
+    var previousReplicationID = String(repeating: "0", count: 40)
+    var secondReplicationOffset = -1
+    /// The link to the master when this server is a replica (REPLICAOF).
+    var replicaLink: ReplicaLink?
     /// INFO's run_id: random at each start, as Redis's (tools tell a restart by it).
     let runID = Server.randomID()
     /// 40 random hex digits, as Redis's run ids and replication ids.
@@ -105,6 +111,10 @@ public final class Server {
     var servingReadyKeys = false
     /// Clients served or timed out whose buffered requests wait to run.
     var unblockedClients: [Connection] = []
+    /// The clients blocked in WAIT, served as REPLCONF ACKs come.
+    var waitingForAcks: [Connection] = []
+    /// A WAIT blocked this iteration: the feeds are asked for an ACK before the loop sleeps.
+    var acksWanted = false
 
     // MARK: maxmemory (Server+MaxMemory)
 
@@ -402,6 +412,7 @@ public final class Server {
         if config.rejoinPolicy == .expire {
             rejoin = RejoinPass(startedAt: Self.nowMilliseconds(), window: config.rejoinWindow)
         }
+        if let master = config.replicaOf { replicate(from: master.host, port: master.port) }
         while running {
             let poll = backgroundWorkPending || !tlsReadAgain.isEmpty || persistence.loading || rejoin != nil
             var timeout: Int32 = poll ? 0 : 100
@@ -435,6 +446,9 @@ public final class Server {
             resumeParked()
             persistence.periodic(now: Self.nowMilliseconds())
             persistence.beforeReplies()
+            // WAIT's GETACK goes out once per iteration, after the commands
+            // (Redis's beforeSleep), so it is no client's write.
+            if acksWanted { requestAcks() }
             if clientEvictionLimit > 0 { evictClientsIfNeeded() }
             sendQueuedReplies()
             let now = Self.nowMilliseconds()

@@ -43,6 +43,13 @@ final class ReadBuffer {
         return result
     }
 
+    /// Appends `bytes` (read elsewhere) after the unconsumed ones.
+    func append(_ bytes: [UInt8]) {
+        reserve(bytes.count)
+        bytes.withUnsafeBytes { storage!.advanced(by: end).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        end += bytes.count
+    }
+
     /// Makes room for `chunk` more bytes after `end`, compacting first.
     func reserve(_ chunk: Int) {
         if capacity - end >= chunk { return }

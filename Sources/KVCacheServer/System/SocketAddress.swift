@@ -108,11 +108,17 @@ extension Posix {
     }
 
     /// The local address a socket is bound to.
-    static func localAddress(_ fd: Int32) -> SocketAddress? {
+    static func localAddress(_ fd: Int32) -> SocketAddress? { address(fd, getsockname) }
+
+    /// The address of a connected socket's peer.
+    static func peerAddress(_ fd: Int32) -> SocketAddress? { address(fd, getpeername) }
+
+    private static func address(_ fd: Int32, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32)
+        -> SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, &length) }
         }
         return rc == 0 ? SocketAddress(storage: storage) : nil
     }

@@ -9,10 +9,19 @@ import CLinux
 final class SyncSocket {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    private var detached = false
 
     private init(fd: Int32) { self.fd = fd }
 
-    deinit { close(fd) }
+    deinit { if !detached { close(fd) } }
+
+    /// Gives up the socket (still non-blocking) and the bytes read past
+    /// what was asked for: the caller owns the descriptor from now on.
+    func detach() -> (fd: Int32, buffered: [UInt8]) {
+        detached = true
+        defer { buffer.removeAll() }
+        return (fd, buffer)
+    }
 
     /// Connects to `host` (a name or a numeric address) and `port`
     /// within `timeout` milliseconds; nil when the name does not resolve
@@ -75,16 +84,59 @@ final class SyncSocket {
                 if line.last == 0x0D { line.removeLast() }
                 return line
             }
-            let n = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { chunk in
+            guard receive(timeout: timeout) else { return nil }
+        }
+    }
+
+    /// Exactly `count` bytes, each wait at most `timeout` milliseconds;
+    /// nil on a timeout, an error or the peer's close.
+    func read(count: Int, timeout: Int) -> [UInt8]? {
+        while buffer.count < count {
+            guard receive(timeout: timeout) else { return nil }
+        }
+        let bytes = Array(buffer[..<count])
+        buffer.removeFirst(count)
+        return bytes
+    }
+
+    /// The bytes up to `mark` (which is consumed and not returned), each
+    /// wait at most `timeout` milliseconds (Redis's diskless transfer ends
+    /// its payload with a 40-byte mark); nil on a timeout, an error or
+    /// the peer's close. `progress` is told the bytes received so far.
+    func read(until mark: [UInt8], timeout: Int, progress: (Int) -> Void = { _ in }) -> [UInt8]? {
+        var searched = 0
+        while true {
+            if buffer.count >= mark.count {
+                var at = max(0, searched - mark.count + 1)
+                while at + mark.count <= buffer.count {
+                    if buffer[at] == mark[0] && buffer[at..<at + mark.count].elementsEqual(mark) {
+                        let bytes = Array(buffer[..<at])
+                        buffer.removeFirst(at + mark.count)
+                        return bytes
+                    }
+                    at += 1
+                }
+                searched = buffer.count
+            }
+            guard receive(timeout: timeout) else { return nil }
+            progress(buffer.count)
+        }
+    }
+
+    /// Receives what is there into the buffer, waiting for it at most
+    /// `timeout` milliseconds; false on a timeout, an error or the close.
+    private func receive(timeout: Int) -> Bool {
+        while true {
+            let n = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { chunk in
                 let n = recv(fd, chunk.baseAddress, chunk.count, 0)
                 if n > 0 { buffer.append(contentsOf: chunk[..<n]) }
                 return n
             }
-            if n > 0 {
-            } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
-                guard wait(POLLIN, milliseconds: timeout) else { return nil }
+            if n > 0 { return true }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                guard wait(POLLIN, milliseconds: timeout) else { return false }
             } else {
-                return nil
+                return false
             }
         }
     }

@@ -1,0 +1,210 @@
+"""Being a replica (REPLICAOF host port, `replicaof` at start): the
+handshake, the master's RDB loaded in place of the data, the stream
+applied from then on, -READONLY for clients' writes, WAIT on the master,
+ROLE and INFO replication on both sides, REPLICAOF NO ONE, and the link
+coming back after the master restarts. Master and replica are the server
+under test (KVCACHE_TARGET=redis runs them all on redis-server); the
+kvcache_only tests pair this server with a real redis-server either way."""
+import time
+
+import pytest
+import redis
+
+from conftest import REDIS, Server, fail_on, require_tool
+
+
+def wait_until(check, timeout=15, what="the condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if check():
+                return
+        except redis.ConnectionError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for %s" % what)
+
+
+def link_up(replica):
+    return replica.info("replication")["master_link_status"] == "up"
+
+
+def in_sync(master, replica):
+    """The replica applied the whole stream (Redis's wait_for_ofs_sync)."""
+    return master.info("replication")["master_repl_offset"] == replica.info("replication")["master_repl_offset"]
+
+
+@pytest.fixture
+def pair(fresh_server):
+    """A master and a replica following it, linked and in sync. Redis's
+    diskless transfer waits repl-diskless-sync-delay: 0 here."""
+    master = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    replica = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    m, r = master.client(), replica.client()
+    m.set("before", "1")
+    m.rpush("list", "a", "b", "c")
+    master.client(db=3).hset("hash", mapping={"f": "v", "g": "w"})
+    m.set("ttl", "x", px=100000)
+    assert r.replicaof("127.0.0.1", master.port)
+    wait_until(lambda: link_up(r), what="the link")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    return master, replica
+
+
+def test_the_replica_loads_the_masters_data_then_follows_its_writes(pair):
+    master, replica = pair
+    m, r = master.client(), replica.client()
+    assert r.get("before") == b"1"
+    assert r.lrange("list", 0, -1) == [b"a", b"b", b"c"]
+    assert replica.client(db=3).hgetall("hash") == {b"f": b"v", b"g": b"w"}
+    assert 90000 < r.pttl("ttl") <= 100000
+    m.set("after", "2")
+    m.incr("before")
+    m.delete("list")
+    master.client(db=5).sadd("set", "x", "y")
+    m.expire("after", 500)
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert r.mget("before", "after") == [b"2", b"2"]
+    assert r.exists("list") == 0
+    assert replica.client(db=5).smembers("set") == {b"x", b"y"}
+    assert 400 < r.ttl("after") <= 500
+    assert r.dbsize() == m.dbsize()
+
+
+def test_role_and_info_on_both_sides(pair):
+    master, replica = pair
+    m, r = master.client(), replica.client()
+    m.set("k", "v")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    role = r.execute_command("ROLE")
+    offset = r.info("replication")["master_repl_offset"]
+    assert role[:4] == [b"slave", b"127.0.0.1", master.port, b"connected"] and role[4] == offset
+    info = r.info("replication")
+    assert (info["role"], info["master_host"], info["master_port"]) == ("slave", "127.0.0.1", master.port)
+    assert info["master_sync_in_progress"] == 0 and info["slave_read_only"] == 1
+    assert info["slave_repl_offset"] == offset and info["connected_slaves"] == 0
+    assert info["master_replid"] == m.info("replication")["master_replid"]
+    # The master sees the replica online at its listening port, with its ACKs.
+    wait_until(lambda: m.info("replication")["slave0"]["offset"] == offset, what="the replica's ACK")
+    slave = m.info("replication")["slave0"]
+    assert (slave["ip"], slave["port"], slave["state"]) == ("127.0.0.1", replica.port, "online")
+    assert m.execute_command("ROLE")[2] == [[b"127.0.0.1", str(replica.port).encode(), str(offset).encode()]]
+
+
+def test_a_read_only_replica_refuses_clients_writes(pair):
+    master, replica = pair
+    r = replica.client()
+    readonly = "You can't write against a read only replica."
+    with pytest.raises(redis.ReadOnlyError, match=readonly):
+        r.set("k", "v")
+    with pytest.raises(redis.ReadOnlyError, match=readonly):
+        r.delete("before")
+    # In a transaction the write is refused when queued, and EXEC aborts.
+    c = replica.raw()
+    assert c.command("MULTI") == "OK"
+    assert c.command("GET", "before") == "QUEUED"
+    assert c.command("SET", "k", "v") == ("error", "READONLY " + readonly)
+    assert c.command("EXEC") == ("error", "EXECABORT Transaction discarded because of previous errors.")
+    assert r.get("before") == b"1" and r.exists("k") == 0
+    # Reads still work, and so do writes once the replica is writable.
+    assert r.config_set("replica-read-only", "no")
+    assert r.set("local", "1") and r.get("local") == b"1"
+
+
+def test_wait_counts_the_replicas_that_acknowledged(pair):
+    master, replica = pair
+    m = master.client()
+    m.set("k", "v")
+    assert m.wait(1, 5000) == 1
+    started = time.monotonic()
+    assert m.wait(2, 300) == 1  # only one replica: the timeout ends it
+    assert time.monotonic() - started >= 0.25
+    assert m.wait(0, 0) == 1
+    with pytest.raises(redis.ResponseError, match="^WAIT cannot be used with replica instances"):
+        replica.client().wait(1, 100)
+
+
+def test_replicaof_no_one_keeps_the_data_and_takes_writes(pair):
+    master, replica = pair
+    m, r = master.client(), replica.client()
+    old_id = m.info("replication")["master_replid"]
+    assert r.replicaof("NO", "ONE")
+    info = r.info("replication")
+    assert info["role"] == "master" and info["master_replid"] != old_id and info["master_replid2"] == old_id
+    assert r.get("before") == b"1"
+    assert r.set("k", "v") and r.get("k") == b"v"
+    m.set("later", "x")
+    time.sleep(0.3)
+    assert r.exists("later") == 0  # the link is gone
+
+
+def test_replicaof_the_same_master_again_is_a_no_op(pair):
+    master, replica = pair
+    reply = replica.client().execute_command("REPLICAOF", "127.0.0.1", str(master.port))
+    assert reply == b"OK Already connected to specified master"
+    assert link_up(replica.client())
+
+
+def test_the_link_comes_back_after_the_master_restarts(pair):
+    master, replica = pair
+    r = replica.client()
+    master.restart()
+    m = master.client()
+    wait_until(lambda: link_up(r), what="the link after the restart")
+    # The replica resynchronized: it holds what the master holds now.
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert sorted(r.keys("*")) == sorted(m.keys("*"))
+    m.set("after-restart", "1")
+    wait_until(lambda: r.get("after-restart") == b"1", what="the write after the restart")
+
+
+def test_a_replica_started_with_replicaof_follows_at_once(fresh_server):
+    master = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    master.client().set("k", "v")
+    replica = fresh_server(args=["--replicaof", "127.0.0.1", str(master.port)])
+    r = replica.client()
+    wait_until(lambda: link_up(r), what="the link")
+    wait_until(lambda: r.get("k") == b"v", what="the key")
+    assert r.config_get("replicaof") == {"replicaof": "127.0.0.1 %d" % master.port}
+
+
+def test_a_replica_syncs_with_a_master_that_needs_a_password(fresh_server):
+    master = fresh_server(args=["--requirepass", "secret", "--repl-diskless-sync-delay", "0"])
+    master.client(password="secret").set("k", "v")
+    replica = fresh_server(args=["--masterauth", "secret"])
+    r = replica.client()
+    r.replicaof("127.0.0.1", master.port)
+    wait_until(lambda: link_up(r), what="the link")
+    wait_until(lambda: r.get("k") == b"v", what="the key")
+
+
+@pytest.mark.kvcache_only
+@pytest.mark.parametrize("kvcache_is", ["replica", "master"])
+def test_kvcache_and_redis_server_replicate_either_way(fresh_server, real_redis, kvcache_is):
+    """A kvcache replica of a redis-server master (its diskless transfer,
+    `$EOF:` marked, after its newlines), and a redis-server replica of a
+    kvcache master: every type crosses, and so does the stream."""
+    kvcache = fresh_server()
+    master, replica = (real_redis, kvcache) if kvcache_is == "replica" else (kvcache, real_redis)
+    m, r = master.client(), replica.client()
+    m.config_set("repl-diskless-sync-delay", 0) if master is real_redis else None
+    m.set("s", "v", ex=1000)
+    m.rpush("l", *range(200))
+    m.sadd("set", "a", "b", 7)
+    m.hset("h", mapping={"f%d" % i: i for i in range(300)})
+    m.zadd("z", {"a": 1.5, "b": -2})
+    m.xadd("st", {"f": "v"}, id="1-1")
+    r.replicaof("127.0.0.1", master.port)
+    wait_until(lambda: link_up(r), timeout=20, what="the link")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert r.get("s") == b"v" and 990 < r.ttl("s") <= 1000
+    assert r.lrange("l", 0, -1) == [str(i).encode() for i in range(200)]
+    assert r.smembers("set") == {b"a", b"b", b"7"}
+    assert r.hgetall("h") == {("f%d" % i).encode(): str(i).encode() for i in range(300)}
+    assert r.zrange("z", 0, -1, withscores=True) == [(b"b", -2.0), (b"a", 1.5)]
+    assert r.xrange("st") == [(b"1-1", {b"f": b"v"})]
+    m.lpush("l", "new")
+    m.hdel("h", "f0")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert r.lindex("l", 0) == b"new" and r.hexists("h", "f0") == 0
+    assert m.wait(1, 5000) == 1
