@@ -71,6 +71,35 @@ def test_the_replica_loads_the_masters_data_then_follows_its_writes(pair):
     assert r.dbsize() == m.dbsize()
 
 
+def test_function_libraries_follow_the_master(pair):
+    """FUNCTION LOAD, DELETE and FLUSH change no key but propagate (they
+    raise Redis's dirty counter): the replica can FCALL what was loaded,
+    unless the function is not declared no-writes (-READONLY then)."""
+    master, replica = pair
+    m, r = master.client(), replica.client()
+    code = ("#!lua name=lib1\n"
+            "redis.register_function{function_name='reader', callback=function() return 7 end, flags={'no-writes'}}\n"
+            "redis.register_function('writer', function() return 8 end)")
+    assert m.function_load(code) == b"lib1"
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert r.fcall("reader", 0) == 7
+    assert r.fcall_ro("reader", 0) == 7
+    with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica"):
+        r.execute_command("FCALL", "writer", 0)
+    with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica"):
+        r.eval("#!lua\nreturn 1", 0)
+    assert r.eval("return 1", 0) == 1
+    with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica"):
+        r.eval("return redis.call('set', 'x', '1')", 0)
+    m.function_load("#!lua name=lib2\nredis.register_function('f2', function() return 8 end)")
+    m.function_delete("lib1")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert [dict(zip(lib[::2], lib[1::2]))[b"library_name"] for lib in r.function_list()] == [b"lib2"]
+    m.function_flush()
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert r.function_list() == []
+
+
 def test_role_and_info_on_both_sides(pair):
     master, replica = pair
     m, r = master.client(), replica.client()

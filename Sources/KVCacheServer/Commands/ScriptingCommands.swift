@@ -121,11 +121,13 @@ private func function(_ ctx: CommandContext) throws {
         }
         let name = try scripting.loadLibrary(ctx.args.bytes(position), replace: replace)
         try scripting.persistFunctions()
+        ctx.server.markChanged()
         c.replyBulk(name)
     case "delete":
         try checkArity(ctx, 3)
         try scripting.deleteLibrary(ctx.text(2))
         try scripting.persistFunctions()
+        ctx.server.markChanged()
         c.replyOK()
     case "flush":
         try checkArity(ctx, -2)
@@ -133,6 +135,7 @@ private func function(_ ctx: CommandContext) throws {
         try flushMode(ctx, error: "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
         scripting.flushLibraries()
         try scripting.persistFunctions()
+        ctx.server.markChanged()
         c.replyOK()
     case "list":
         try checkArity(ctx, -2)
@@ -154,6 +157,7 @@ private func function(_ ctx: CommandContext) throws {
         }
         try scripting.restoreLibraries(ctx.args.bytes(2), policy: policy)
         try scripting.persistFunctions()
+        ctx.server.markChanged()
         c.replyOK()
     case "stats":
         try checkArity(ctx, 2)

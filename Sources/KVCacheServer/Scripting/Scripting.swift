@@ -117,15 +117,27 @@ final class Scripting: LuaInterpreter.Host {
     /// it declares no-writes (a script without a shebang, an unknown sha or
     /// function may).
     func mayWrite(_ command: String, _ args: Arguments) -> Bool {
-        guard args.count >= 2 else { return true }
-        let flags: ScriptFlags?
-        switch command {
-        case "eval": flags = (try? Self.shebangFlags(args.bytes(1)))?.flags
-        case "evalsha": flags = scripts[String(decoding: args.bytes(1).map(asciiLower), as: UTF8.self)]?.flags
-        default: flags = libraries.function(named: args.bytes(1))?.flags
-        }
-        guard let flags, !flags.contains(.evalCompat) else { return true }
+        guard let flags = declaredFlags(command, args), !flags.contains(.evalCompat) else { return true }
         return !flags.contains(.noWrites)
+    }
+
+    /// Whether EVAL's, EVALSHA's or FCALL's script is declared as writing
+    /// (Redis's scriptFlagsToCmdFlags adds the write flag): a shebang or a
+    /// function without no-writes. A script without a shebang, an unknown
+    /// sha or function is not (its writes fail as it runs instead).
+    func declaresWrites(_ command: String, _ args: Arguments) -> Bool {
+        guard let flags = declaredFlags(command, args) else { return false }
+        return !flags.contains(.evalCompat) && !flags.contains(.noWrites)
+    }
+
+    /// The flags of the script EVAL, EVALSHA or FCALL would run, if known.
+    private func declaredFlags(_ command: String, _ args: Arguments) -> ScriptFlags? {
+        guard args.count >= 2 else { return nil }
+        switch command {
+        case "eval": return (try? Self.shebangFlags(args.bytes(1)))?.flags
+        case "evalsha": return scripts[String(decoding: args.bytes(1).map(asciiLower), as: UTF8.self)]?.flags
+        default: return libraries.function(named: args.bytes(1))?.flags
+        }
     }
 
     func scriptExists(_ sha: [UInt8]) -> Bool { scripts[String(decoding: sha, as: UTF8.self)] != nil }
@@ -274,6 +286,9 @@ final class Scripting: LuaInterpreter.Host {
         let writes = flags.contains("write")
         if run.readOnly && (writes || flags.contains("may_replicate")) {
             return refuse("Write commands are not allowed from read-only scripts.")
+        }
+        if writes && server.refusesWrites(of: run.caller) {
+            return refuse("-READONLY You can't write against a read only replica.")
         }
         if writes && !run.wroteData, let refusal = server.persistence.writeRefusal {
             return refuse("-" + refusal.text)

@@ -338,16 +338,18 @@ extension Server {
         link.nextAttempt = 0
     }
 
+    /// Whether this is a read-only replica (`replica-read-only yes`, the
+    /// default) and `connection` is not its master.
+    func refusesWrites(of connection: Connection) -> Bool {
+        replicaLink != nil && !connection.isMaster && config.acceptedSettings["replica-read-only"] != "no"
+    }
+
     /// Whether a client's write is refused on a read-only replica (Redis's
-    /// processCommand: a write command, or an EXEC whose queue holds one;
-    /// never the master's own).
-    func refusedOnReadOnlyReplica(_ command: Command, _ connection: Connection) -> Bool {
-        guard replicaLink != nil, !connection.isMaster, config.acceptedSettings["replica-read-only"] != "no" else {
-            return false
-        }
-        if command.isWrite { return true }
-        guard command.isExec, let queued = connection.transaction else { return false }
-        return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
+    /// processCommand: a write command or a script declared as writing, or
+    /// an EXEC whose queue holds one; never the master's own).
+    func refusedOnReadOnlyReplica(_ command: Command, _ connection: Connection, _ args: Arguments) -> Bool {
+        guard refusesWrites(of: connection) else { return false }
+        return writes(command, args) || (command.isExec && queuedWrites(connection))
     }
 
     /// INFO replication's lines for a replica, before `connected_slaves`.

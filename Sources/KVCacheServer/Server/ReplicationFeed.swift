@@ -30,6 +30,10 @@ final class ReplicationFeed {
     var offset = 0
     /// When the stream last had a PING (milliseconds).
     var lastPing: Int64 = 0
+    /// Changes that are not to data (FUNCTION LOAD, DELETE, FLUSH,
+    /// RESTORE), counted beside the store's so they propagate too (they
+    /// raise Redis's `server.dirty`).
+    var otherChanges = 0
 
     /// Where a command's propagation starts (restored when it ends, for a
     /// command nested in EXEC, a script or a served blocked client).
@@ -188,7 +192,7 @@ extension Server {
     /// A command starts (only called while feeding).
     func propagationBegin(_ connection: Connection) -> ReplicationFeed.Mark {
         defer { replication.rewrite = nil }
-        return ReplicationFeed.Mark(changes: persistence.changes, rewrite: replication.rewrite,
+        return ReplicationFeed.Mark(changes: persistence.changes + replication.otherChanges, rewrite: replication.rewrite,
                                     db: ReplicationFeed.label(connection.cache))
     }
 
@@ -197,10 +201,16 @@ extension Server {
     /// as the append-only log records it: SPOP as SREM, BLPOP as LPOP).
     func propagationEnd(_ mark: ReplicationFeed.Mark, _ command: Command, _ args: Arguments) {
         defer { replication.rewrite = mark.rewrite }
-        guard replicationFeeding, persistence.changes > mark.changes,
+        guard replicationFeeding, persistence.changes + replication.otherChanges > mark.changes,
               !ReplicationFeed.propagatesEffectsOnly.contains(command.name) else { return }
         let ops = replication.rewrite ?? persistence.commandRewrite ?? [args.copies]
         for op in ops { replication.pending.append((mark.db, op)) }
+    }
+
+    /// The running command changed something that is not data (the
+    /// function libraries): it propagates as if it had.
+    func markChanged() {
+        replication.otherChanges += 1
     }
 
     /// A key expired (lazily or in the sweep) or was evicted: propagated as

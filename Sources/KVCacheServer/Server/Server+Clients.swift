@@ -191,7 +191,11 @@ extension Server {
         // What it held no longer counts against maxmemory (the count is the
         // last cron's, which may not have seen it: never below zero); taken
         // before its watched keys and subscriptions go.
-        clientBufferBytes = max(0, clientBufferBytes - connection.memoryUsage)
+        if connection.isReplica {
+            replicaBufferBytes = max(0, replicaBufferBytes - connection.memoryUsage)
+        } else {
+            clientBufferBytes = max(0, clientBufferBytes - connection.memoryUsage)
+        }
         connection.tls?.shutdown()
         if connection.isMonitor { monitors.removeAll { $0 === connection } }
         if connection.isReplica { detachReplica(connection) }

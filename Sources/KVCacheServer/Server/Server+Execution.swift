@@ -196,7 +196,7 @@ extension Server {
             reject(connection, refusal, stats: stats)
             return
         }
-        if replicaLink != nil && refusedOnReadOnlyReplica(command, connection) {
+        if replicaLink != nil && refusedOnReadOnlyReplica(command, connection, args) {
             reject(connection, ReplyError("READONLY You can't write against a read only replica."), stats: stats)
             return
         }
@@ -342,8 +342,24 @@ extension Server {
     /// full: a write command, or an EXEC whose transaction holds one.
     func needsRoom(_ command: Command, _ connection: Connection) -> Bool {
         if command.isWrite && command.deniesOOM { return true }
-        guard command.isExec, let queued = connection.transaction else { return false }
-        return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
+        return command.isExec && queuedWrites(connection)
+    }
+
+    /// Whether a call writes (Redis's getCommandFlags gives it the write
+    /// flag): a write command, or EVAL, EVALSHA or FCALL of a script
+    /// declared as writing (a shebang or a function without no-writes).
+    func writes(_ command: Command, _ args: Arguments) -> Bool {
+        if command.isWrite { return true }
+        return ["eval", "evalsha", "fcall"].contains(command.name) && scripting.declaresWrites(command.name, args)
+    }
+
+    /// Whether the transaction `connection` has queued holds a write.
+    func queuedWrites(_ connection: Connection) -> Bool {
+        guard let queued = connection.transaction else { return false }
+        return queued.commands.contains { call in
+            guard let command = commands.lookup(call[0]) else { return false }
+            return Arguments.withCopy(of: call) { writes(command, $0) }
+        }
     }
 
     /// Whether `command` counts keys (DBSIZE in the client's cache, INFO in

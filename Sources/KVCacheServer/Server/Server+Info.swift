@@ -123,7 +123,7 @@ extension Server {
             // (content bytes over every cache) and the clients' buffers. The
             // process's own memory is used_memory_rss (VmRSS, with mapped
             // file pages) and used_memory_rss_anon (RssAnon).
-            let used = dataBytes + clientBufferBytes
+            let used = dataBytes + clientBufferBytes + replicaBufferBytes
             peakMemory = max(peakMemory, used)
             let open = registry.open.values.compactMap { $0.statistics() }
             let tierBytes = open.reduce(0) { $0 + $1.tierBytes }
@@ -137,8 +137,9 @@ extension Server {
                 "used_memory_peak:\(peakMemory)",
                 "used_memory_peak_human:\(humanBytes(peakMemory))",
                 "used_memory_dataset:\(dataBytes)",
+                "mem_clients_slaves:\(replicaBufferBytes)",
                 "mem_clients_normal:\(clientBufferBytes)",
-                "mem_not_counted_for_evict:0",
+                "mem_not_counted_for_evict:\(replicaBufferBytes)",
                 "total_system_memory:\(Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE))))",
                 "maxmemory:\(config.maxMemory)",
                 "maxmemory_human:\(humanBytes(config.maxMemory))",

@@ -32,12 +32,15 @@ extension Server {
     /// What maxmemory compares with: the data, and clients' buffers (as of the last cron).
     var maxMemoryUsed: Int { dataBytes + clientBufferBytes }
 
-    /// Recounts what clients' buffers hold (query buffers and unsent replies).
+    /// Recounts what clients' buffers hold (query buffers and unsent
+    /// replies), replica feeds apart.
     func refreshClientBufferBytes() {
-        clientBufferBytes = connections.reduce(0) { total, connection in
-            guard let connection else { return total }
-            return total + connection.memoryUsage
+        var clients = 0, replicas = 0
+        for case let connection? in connections {
+            if connection.isReplica { replicas += connection.memoryUsage } else { clients += connection.memoryUsage }
         }
+        clientBufferBytes = clients
+        replicaBufferBytes = replicas
     }
 
     /// Redis's `getClientEvictionLimit`: `maxmemory-clients` in bytes, or

@@ -52,8 +52,7 @@ extension Server {
             // EVAL, EVALSHA and FCALL may write unless their script says
             // no-writes (Redis's getCommandFlags: its command flags then).
             if ["eval", "evalsha", "fcall"].contains(command.name) { return scripting.mayWrite(command.name, args) }
-            guard command.isExec, let queued = connection.transaction else { return false }
-            return queued.commands.contains { commands.lookup($0[0])?.isWrite ?? false }
+            return command.isExec && queuedWrites(connection)
         }
     }
 

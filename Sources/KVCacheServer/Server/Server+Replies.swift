@@ -112,13 +112,17 @@ extension Server {
     }
 
     /// Closes a client whose unsent replies pass the hard output limit, or
-    /// the soft one for too long (as Redis's client-output-buffer-limit).
+    /// the soft one for too long (as Redis's client-output-buffer-limit),
+    /// or 1 KiB past a 16 KiB reply buffer before it has authenticated.
     /// - Returns: whether it was closed.
     @discardableResult
     func overOutputLimit(_ connection: Connection, now: Int64 = Server.nowMilliseconds()) -> Bool {
         let limit = connection.subscriptions.active ? config.pubsubOutputBufferLimit : config.outputBufferLimit
         let pending = connection.pendingOutput
-        var over = limit.hard > 0 && pending > limit.hard
+        // An unauthenticated client may not hold more than 1 KiB of replies
+        // past Redis's 16 KiB reply buffer (Redis's checkClientOutputBufferLimits,
+        // the fix of CVE-2025-21605).
+        var over = (limit.hard > 0 && pending > limit.hard) || (pending > 17 * 1024 && authRequired(connection))
         if limit.soft > 0 && pending > limit.soft {
             let since = connection.overSoftLimitSince ?? now
             connection.overSoftLimitSince = since

@@ -120,6 +120,9 @@ public final class Server {
 
     /// What clients' buffers held at the last count (cron).
     var clientBufferBytes = 0
+    /// What replica feeds hold (INFO's mem_clients_slaves): not counted
+    /// against maxmemory, as Redis's freeMemoryGetNotCountedMemory.
+    var replicaBufferBytes = 0
     /// maxmemory-clients in bytes (0: no client eviction), kept as the
     /// configuration changes (see `evictClientsIfNeeded`).
     var clientEvictionLimit = 0
