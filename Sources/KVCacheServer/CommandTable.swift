@@ -53,6 +53,9 @@ final class Command: Sendable {
     let isFast: Bool
     /// Redis's `write` flag.
     let isWrite: Bool
+    /// The subcommands with Redis's `write` flag, by lowercase name
+    /// (FUNCTION LOAD, XGROUP CREATE: the containers have none).
+    let writeSubcommands: Set<String>
     /// Redis's `denyoom` flag: refused out of memory, waits while the memtables are full.
     let deniesOOM: Bool
     /// EXEC, which the request path asks about for every command (a flag
@@ -70,6 +73,12 @@ final class Command: Sendable {
     /// subcommands for COMMAND INFO, but Redis counts DEBUG as one.)
     static let containers: Set<String> = ["acl", "client", "cluster", "command", "config", "function", "latency",
                                           "memory", "module", "object", "pubsub", "script", "slowlog", "xgroup", "xinfo"]
+
+    /// Redis 7.0's subcommands with the `write` flag (its COMMAND INFO).
+    static let redisWriteSubcommands: [String: Set<String>] = [
+        "function": ["load", "delete", "flush", "restore"],
+        "xgroup": ["create", "createconsumer", "delconsumer", "destroy", "setid"],
+    ]
 
     init(name: String, arity: Int, flags: [String], firstKey: Int, lastKey: Int, step: Int, group: String,
          summary: String, handler: @escaping Handler, subcommands: [String] = []) {
@@ -89,6 +98,7 @@ final class Command: Sendable {
         // flag strings per request was measurable under SET -P 16).
         self.isFast = flags.contains("fast")
         self.isWrite = flags.contains("write")
+        self.writeSubcommands = Self.redisWriteSubcommands[name] ?? []
         self.deniesOOM = flags.contains("denyoom")
         self.isExec = name == "exec"
         self.skipsSlowlog = flags.contains("skip_slowlog")

@@ -5,6 +5,9 @@ ROLE and INFO replication on both sides, REPLICAOF NO ONE, and the link
 coming back after the master restarts. Master and replica are the server
 under test (KVCACHE_TARGET=redis runs them all on redis-server); the
 kvcache_only tests pair this server with a real redis-server either way."""
+import os
+import signal
+import threading
 import time
 
 import pytest
@@ -98,6 +101,61 @@ def test_function_libraries_follow_the_master(pair):
     m.function_flush()
     wait_until(lambda: in_sync(m, r), what="the offsets")
     assert r.function_list() == []
+
+
+def test_the_snapshot_carries_the_function_libraries(fresh_server):
+    """A library loaded before the replica attached arrives in the RDB
+    (its FUNCTION2 record) and replaces the replica's own."""
+    master = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    replica = fresh_server()
+    m, r = master.client(), replica.client()
+    m.function_load("#!lua name=mlib\n"
+                    "redis.register_function{function_name='mf', callback=function() return 1 end, flags={'no-writes'}}")
+    r.function_load("#!lua name=own\nredis.register_function('own', function() return 2 end)")
+    r.replicaof("127.0.0.1", master.port)
+    wait_until(lambda: link_up(r), what="the link")
+    assert r.fcall("mf", 0) == 1
+    assert [dict(zip(lib[::2], lib[1::2]))[b"library_name"] for lib in r.function_list()] == [b"mlib"]
+
+
+def test_write_subcommands_are_refused_on_a_read_only_replica(pair):
+    master, replica = pair
+    r = replica.client()
+    for command in (["FUNCTION", "FLUSH"], ["FUNCTION", "DELETE", "x"], ["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]):
+        with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica"):
+            r.execute_command(*command)
+    assert r.execute_command("FUNCTION", "LIST") == []
+
+
+def test_a_stale_replica_serves_only_stale_commands_when_told_not_to(fresh_server):
+    """replica-serve-stale-data no with the link down: -MASTERDOWN for what
+    Redis does not flag `stale` (a script's allow-stale flag counts)."""
+    nowhere = fresh_server()
+    port = nowhere.port
+    nowhere.stop()
+    replica = fresh_server()
+    r = replica.client()
+    r.function_load("#!lua name=lib\n"
+                    "redis.register_function{function_name='fresh', callback=function() return 1 end, flags={'no-writes'}}\n"
+                    "redis.register_function{function_name='stale', callback=function() return 2 end, "
+                    "flags={'allow-stale', 'no-writes'}}\n"
+                    "redis.register_function{function_name='get', callback=function() return redis.call('get', 'x') end, "
+                    "flags={'allow-stale', 'no-writes'}}")
+    r.config_set("replica-serve-stale-data", "no")
+    r.replicaof("127.0.0.1", port)
+    try:
+        with pytest.raises(redis.ResponseError, match=r"^Link with MASTER is down and replica-serve-stale-data is set to .no.\.$"):
+            r.get("x")
+        with pytest.raises(redis.exceptions.MasterDownError):
+            r.fcall("fresh", 0)
+        assert r.fcall("stale", 0) == 2
+        with pytest.raises(redis.ResponseError, match="Can not execute the command on a stale replica"):
+            r.fcall("get", 0)
+        assert r.info("replication")["master_link_status"] == "down"
+        r.config_set("replica-serve-stale-data", "yes")
+        assert r.get("x") is None
+    finally:
+        r.replicaof("NO", "ONE")
 
 
 def test_role_and_info_on_both_sides(pair):
@@ -237,3 +295,76 @@ def test_kvcache_and_redis_server_replicate_either_way(fresh_server, real_redis,
     wait_until(lambda: in_sync(m, r), what="the offsets")
     assert r.lindex("l", 0) == b"new" and r.hexists("h", "f0") == 0
     assert m.wait(1, 5000) == 1
+
+
+def paused_replica_behind(pair):
+    """The pair with the replica stopped (SIGSTOP) and the master one write
+    ahead of what it acknowledged."""
+    master, replica = pair
+    master.client().config_set("shutdown-timeout", "30")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    master.client().incr("counter")
+    return master, replica
+
+
+def test_shutdown_waits_for_a_lagging_replica_until_it_catches_up(pair):
+    master, replica = paused_replica_behind(pair)
+    m = master.client()
+    master.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: m.info("server").get("shutdown_in_milliseconds", 0) > 0, what="the shutdown to wait")
+    assert master.proc.poll() is None
+    os.kill(replica.proc.pid, signal.SIGCONT)
+    assert master.proc.wait(timeout=20) == 0
+    master.proc = None
+    assert replica.client().get("counter") == b"1"
+    log = master.log()
+    assert "Waiting for replicas before shutting down." in log
+    assert "1 of 1 replicas are in sync when shutting down." in log
+    assert "Lagging replica" not in log
+
+
+def test_shutdown_gives_up_on_a_replica_after_shutdown_timeout(pair):
+    master, replica = paused_replica_behind(pair)
+    master.client().config_set("shutdown-timeout", "1")
+    started = time.monotonic()
+    try:
+        assert master.stop() == 0
+        assert time.monotonic() - started >= 0.9
+        log = master.log()
+        assert "Lagging replica" in log and "0 of 1 replicas are in sync when shutting down." in log
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+
+
+def test_shutdown_blocks_its_client_until_abort(pair):
+    """A SHUTDOWN waiting for a replica blocks its client, pauses writes and
+    counts in blocked_clients; SHUTDOWN ABORT calls it off with Redis's error
+    to the blocked client, and writes go on."""
+    master, replica = paused_replica_behind(pair)
+    m = master.client()
+    try:
+        waiting = master.client()
+        sender = threading.Thread(target=lambda: outcome.append(catch(lambda: waiting.shutdown())))
+        outcome = []
+        sender.start()
+        wait_until(lambda: m.info("clients")["blocked_clients"] == 1, what="SHUTDOWN to block")
+        assert m.info("clients")["connected_clients"] == 2  # the feed is not a client, as in Redis
+        assert m.info("server").get("shutdown_in_milliseconds", 0) > 0
+        assert m.execute_command("SHUTDOWN", "ABORT") is True
+        sender.join(10)
+        assert "Errors trying to SHUTDOWN. Check logs." in str(outcome[0])
+        assert "shutdown_in_milliseconds" not in m.info("server")  # only while one waits
+        assert m.set("after", "1") and m.get("after") == b"1"
+        with pytest.raises(redis.ResponseError, match="^No shutdown in progress."):
+            m.execute_command("SHUTDOWN", "ABORT")
+        with pytest.raises(redis.ResponseError, match="^syntax error"):
+            m.execute_command("SHUTDOWN", "ABORT", "NOW")
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+
+
+def catch(call):
+    try:
+        return call()
+    except Exception as error:  # the outcome is the test's to judge
+        return error

@@ -275,16 +275,31 @@ private func configSet(_ ctx: CommandContext) throws {
     ctx.connection.replyOK()
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: the server stops as on SIGTERM
-/// (the log fsynced, what memory holds applied to SQLite within
-/// shutdown-timeout), and like Redis sends no reply on success. Every
-/// acknowledged write is kept either way, so the options change nothing.
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: the server stops as on
+/// SIGTERM (first waiting up to shutdown-timeout for lagging replicas,
+/// unless NOW; then the log fsynced, what memory holds applied to SQLite),
+/// and like Redis sends no reply on success. Every acknowledged write is
+/// kept either way, so SAVE, NOSAVE and FORCE change nothing. ABORT calls
+/// off a shutdown that waits for replicas.
 private func shutdown(_ ctx: CommandContext) throws {
+    var options: Set<String> = []
     for i in ctx.args.indices.dropFirst() {
-        guard ["nosave", "save", "now", "force"].contains(ctx.option(i)) else { throw ReplyError.syntax }
+        guard ["nosave", "save", "now", "force", "abort"].contains(ctx.option(i)) else { throw ReplyError.syntax }
+        options.insert(ctx.option(i))
+    }
+    if (options.contains("abort") && options.count > 1) || (options.contains("save") && options.contains("nosave")) {
+        throw ReplyError.syntax
+    }
+    if options.contains("abort") {
+        guard ctx.server.abortShutdown() else { throw ReplyError("ERR No shutdown in progress.") }
+        ctx.connection.replyOK()
+        return
     }
     ctx.server.logger.warning("User requested shutdown...")
-    ctx.server.requestShutdown()
+    // A client that may not block (inside MULTI, a script) shuts down at
+    // once, as Redis's CLIENT_DENY_BLOCKING.
+    ctx.server.requestShutdown(now: options.contains("now") || !ctx.mayBlock || ctx.server.processingWhileBusy,
+                               client: ctx.connection)
 }
 
 /// CONFIG REWRITE: writes the running configuration into the file the server

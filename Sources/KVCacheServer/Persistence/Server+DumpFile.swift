@@ -68,8 +68,13 @@ extension Server {
             throw ConfigError("\(path) names database \(db); databases is \(config.databases)")
         }
         for key in file.emptyKeys { logger.warning("rdbLoadObject skipping empty key: \(String(decoding: key, as: UTF8.self))") }
-        if file.functionCount > 0 {
-            logger.warning("\(path) holds \(file.functionCount) function libraries: not loaded (FUNCTION RESTORE loads them)")
+        // Its function libraries replace the server's, as they are part of
+        // Redis's dataset (a failing one stops the load, nothing changed).
+        do {
+            try scripting.replaceLibraries(withCodes: file.functions)
+        } catch {
+            logger.warning("Failed loading library: \(error.text)")
+            throw ConfigError("\(path) holds a function library that cannot be loaded: \(error.text)")
         }
         // The file is the whole dataset, as for Redis: the numbered caches start empty.
         for cache in registry.openAllKnown() where cache.openError == nil && CacheRegistry.databaseIndex(ofName: cache.name) != nil {

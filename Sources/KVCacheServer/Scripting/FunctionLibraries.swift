@@ -174,15 +174,32 @@ extension Scripting {
 
     /// FUNCTION DUMP: Redis's payload (RDB_OPCODE_FUNCTION2 and the code of
     /// each library, the RDB version, a CRC64), restorable on Redis.
-    func dumpLibraries() -> [UInt8] {
+    func dumpLibraries() -> [UInt8] { Self.dumpPayload(libraryCodes) }
+
+    /// FUNCTION DUMP's payload for libraries of `codes`.
+    static func dumpPayload(_ codes: [[UInt8]]) -> [UInt8] {
         var out: [UInt8] = []
-        for library in libraries.all {
-            out.append(245)
-            RDB.appendString(library.code, to: &out)
-        }
+        for code in codes { appendFunctionRecord(code, to: &out) }
         withUnsafeBytes(of: RDB.version.littleEndian) { out.append(contentsOf: $0) }
         withUnsafeBytes(of: RDB.crc64(out).littleEndian) { out.append(contentsOf: $0) }
         return out
+    }
+
+    /// Each library's code, as FUNCTION LOAD was given it.
+    var libraryCodes: [[UInt8]] { libraries.all.map(\.code) }
+
+    /// A library as an RDB holds it (RDB_OPCODE_FUNCTION2, then its code).
+    static func appendFunctionRecord(_ code: [UInt8], to out: inout [UInt8]) {
+        out.append(245)
+        RDB.appendString(code, to: &out)
+    }
+
+    /// Replaces the libraries with those of `codes` (an RDB's, loaded as the
+    /// whole dataset) and keeps them.
+    /// - Throws: a library's failure to load, the libraries unchanged.
+    func replaceLibraries(withCodes codes: [[UInt8]]) throws(ReplyError) {
+        try restoreLibraries(Self.dumpPayload(codes), policy: .flush)
+        try persistFunctions()
     }
 
     enum RestorePolicy { case append, replace, flush }

@@ -131,7 +131,7 @@ final class Scripting: LuaInterpreter.Host {
     }
 
     /// The flags of the script EVAL, EVALSHA or FCALL would run, if known.
-    private func declaredFlags(_ command: String, _ args: Arguments) -> ScriptFlags? {
+    func declaredFlags(_ command: String, _ args: Arguments) -> ScriptFlags? {
         guard args.count >= 2 else { return nil }
         switch command {
         case "eval": return (try? Self.shebangFlags(args.bytes(1)))?.flags
@@ -289,6 +289,10 @@ final class Scripting: LuaInterpreter.Host {
         }
         if writes && server.refusesWrites(of: run.caller) {
             return refuse("-READONLY You can't write against a read only replica.")
+        }
+        if !flags.contains("stale") && server.servesNoStaleData {
+            return refuse("Can not execute the command on a stale replica. The 'replica-serve-stale-data' config "
+                + "is set to 'no' and the replica is not connected to the master.")
         }
         if writes && !run.wroteData, let refusal = server.persistence.writeRefusal {
             return refuse("-" + refusal.text)

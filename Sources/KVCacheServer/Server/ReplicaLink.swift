@@ -352,6 +352,35 @@ extension Server {
         return writes(command, args) || (command.isExec && queuedWrites(connection))
     }
 
+    /// Whether the link to the master is down and `replica-serve-stale-data
+    /// no`: clients may then run only what Redis flags `stale`.
+    var servesNoStaleData: Bool {
+        guard let link = replicaLink, link.state != .connected else { return false }
+        return config.acceptedSettings["replica-serve-stale-data"] == "no"
+    }
+
+    /// Whether a client's call gets -MASTERDOWN (Redis's processCommand): the
+    /// link is down, replica-serve-stale-data is no and the call is not
+    /// flagged `stale` (a script's own flags count: allow-stale), or an
+    /// EXEC queues one that is not.
+    func refusedAsStale(_ command: Command, _ connection: Connection, _ args: Arguments) -> Bool {
+        guard servesNoStaleData, !connection.isMaster else { return false }
+        func allowed(_ command: Command, _ args: Arguments) -> Bool {
+            if ["eval", "evalsha", "fcall"].contains(command.name),
+               let flags = scripting.declaredFlags(command.name, args), !flags.contains(.evalCompat) {
+                return flags.contains(.allowStale)
+            }
+            return RedisCommandFlags.flags(of: command, name: args[0], subcommand: args.count >= 2 ? args[1] : nil)
+                .contains("stale")
+        }
+        if !allowed(command, args) { return true }
+        guard command.isExec, let queued = connection.transaction else { return false }
+        return queued.commands.contains { call in
+            guard let queuedCommand = commands.lookup(call[0]) else { return false }
+            return Arguments.withCopy(of: call) { !allowed(queuedCommand, $0) }
+        }
+    }
+
     /// INFO replication's lines for a replica, before `connected_slaves`.
     func replicaRoleInfoLines(_ link: ReplicaLink) -> [String] {
         let now = Self.nowMilliseconds()

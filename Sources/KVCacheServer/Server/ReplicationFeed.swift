@@ -62,7 +62,7 @@ final class ReplicationFeed {
 
     /// An RDB (version 10) holding `databases` (each database's number
     /// and its keys, already encoded), as a replica expects after SYNC.
-    static func rdb(now: Int64, databases: [(index: Int, keys: [UInt8])] = []) -> [UInt8] {
+    static func rdb(now: Int64, functions: [[UInt8]] = [], databases: [(index: Int, keys: [UInt8])] = []) -> [UInt8] {
         var out = Array("REDIS00\(RDB.version)".utf8)
         func aux(_ key: String, _ value: String) {
             out.append(0xFA)  // RDB_OPCODE_AUX
@@ -74,6 +74,7 @@ final class ReplicationFeed {
         aux("ctime", String(now / 1000))
         aux("used-mem", "0")
         aux("aof-base", "0")
+        for code in functions { Scripting.appendFunctionRecord(code, to: &out) }
         for database in databases {
             out.append(0xFE)  // RDB_OPCODE_SELECTDB
             RDB.appendLength(database.index, to: &out)
@@ -107,7 +108,8 @@ extension Server {
     /// Redis). The snapshot is made on the loop, in one go: Redis forks for
     /// it, here the other clients wait while it is made.
     func attachReplica(_ connection: Connection, fullResync: Bool) {
-        let payload = ReplicationFeed.rdb(now: Self.nowMilliseconds(), databases: snapshotDatabases())
+        let payload = ReplicationFeed.rdb(now: Self.nowMilliseconds(), functions: scripting.libraryCodes,
+                                          databases: snapshotDatabases())
         if fullResync {
             connection.replySimple("FULLRESYNC \(replicationID) \(replication.offset)")
         }
@@ -166,6 +168,7 @@ extension Server {
                 connection.replicaAckOffset = max(connection.replicaAckOffset, Int(truncatingIfNeeded: offset))
                 connection.replicaAckTime = Self.nowMilliseconds()
                 serveWaitingForAcks()
+                if shutdownDeadline != 0 { continueShutdown() }
             }
             return
         }

@@ -32,6 +32,9 @@ final class BlockState {
     /// WAIT's: the stream offset the replicas must acknowledge, and how
     /// many of them (the client waits on no key).
     var acks: (offset: Int, replicas: Int)?
+    /// SHUTDOWN's, waiting for the replicas to catch up (Redis's
+    /// BLOCKED_SHUTDOWN: CLIENT UNBLOCK leaves it).
+    var shutdown = false
 
     init(command: Command, args: [[UInt8]], cache: OpenCache, keys: [[UInt8]], kind: ValueKind, deadline: Int64?, since: Int64) {
         self.command = command
@@ -234,7 +237,8 @@ extension Server {
     /// a timeout, or with an error.
     /// - Returns: whether the client was blocked.
     func unblockByRequest(_ id: Int64, error: Bool) -> Bool {
-        guard let client = connections.first(where: { $0?.id == id }) ?? nil, client.blocked != nil else { return false }
+        guard let client = connections.first(where: { $0?.id == id }) ?? nil, let blocked = client.blocked,
+              !blocked.shutdown else { return false }
         if error {
             let failure = ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK")
             client.replyError(failure)

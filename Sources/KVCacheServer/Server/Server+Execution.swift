@@ -200,6 +200,11 @@ extension Server {
             reject(connection, ReplyError("READONLY You can't write against a read only replica."), stats: stats)
             return
         }
+        if replicaLink != nil && refusedAsStale(command, connection, args) {
+            reject(connection, ReplyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."),
+                   stats: stats)
+            return
+        }
         if pubsub.subscribedClients > 0 && connection.protocolVersion == 2 && connection.subscriptions.active
             && !PubSub.allowedWhileSubscribed.contains(command.name) {
             reject(connection, ReplyError("ERR Can't execute '\(connection.lastCommand)': only (P|S)SUBSCRIBE / "
@@ -346,10 +351,13 @@ extension Server {
     }
 
     /// Whether a call writes (Redis's getCommandFlags gives it the write
-    /// flag): a write command, or EVAL, EVALSHA or FCALL of a script
+    /// flag): a write command or subcommand, or EVAL, EVALSHA or FCALL of a script
     /// declared as writing (a shebang or a function without no-writes).
     func writes(_ command: Command, _ args: Arguments) -> Bool {
         if command.isWrite { return true }
+        if !command.writeSubcommands.isEmpty, args.count >= 2 {
+            return command.writeSubcommands.contains(args[1].lowercasedText)
+        }
         return ["eval", "evalsha", "fcall"].contains(command.name) && scripting.declaresWrites(command.name, args)
     }
 

@@ -70,10 +70,10 @@ extension Server {
                 "executable:\(CommandLine.arguments.first ?? "")",
                 "config_file:\(config.configFile ?? "")",
                 "io_threads_active:0",
-            ]
+            ] + (shutdownDeadline != 0 ? ["shutdown_in_milliseconds:\(shutdownInMilliseconds)"] : [])
         case "clients":
             return [
-                "connected_clients:\(clientCount)",
+                "connected_clients:\(clientCount - openReplicas.count)",  // feeds apart, as Redis
                 "cluster_connections:0",
                 "maxclients:\(config.maxClients)",
                 "client_recent_max_input_buffer:0",
@@ -138,6 +138,10 @@ extension Server {
                 "used_memory_peak_human:\(humanBytes(peakMemory))",
                 "used_memory_dataset:\(dataBytes)",
                 "mem_clients_slaves:\(replicaBufferBytes)",
+                // No backlog is kept (no partial resynchronization): the
+                // replication buffers are the feeds' unsent streams.
+                "mem_total_replication_buffers:\(replicaBufferBytes)",
+                "mem_replication_backlog:0",
                 "mem_clients_normal:\(clientBufferBytes)",
                 "mem_not_counted_for_evict:\(replicaBufferBytes)",
                 "total_system_memory:\(Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE))))",

@@ -74,6 +74,7 @@ extension Server {
     }
 
     func cron(now: Int64) {
+        if shutdownDeadline != 0 { continueShutdown(now: now) }
         resumeListenersIfDue(now: now)
         trimHeapIfShrunk(now: now)
         if config.maxMemory > 0 { refreshClientBufferBytes() }

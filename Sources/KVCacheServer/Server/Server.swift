@@ -120,6 +120,11 @@ public final class Server {
 
     /// What clients' buffers held at the last count (cron).
     var clientBufferBytes = 0
+    /// When a shutdown waiting for replicas goes on regardless
+    /// (milliseconds since 1970; 0: none waits).
+    var shutdownDeadline: Int64 = 0
+    /// The SHUTDOWN clients blocked while it waits.
+    var shutdownWaiters: [Connection] = []
     /// What replica feeds hold (INFO's mem_clients_slaves): not counted
     /// against maxmemory, as Redis's freeMemoryGetNotCountedMemory.
     var replicaBufferBytes = 0
@@ -477,7 +482,8 @@ public final class Server {
         if event.token == Self.signalToken {
             for signal in signals.drain() {
                 logger.notice("Received \(signal == SIGINT ? "SIGINT" : "SIGTERM"), scheduling shutdown...")
-                running = false
+                // A second signal while the shutdown waits for replicas: at once.
+                requestShutdown(now: shutdownDeadline != 0 || processingWhileBusy)
             }
             return
         }

@@ -22,8 +22,8 @@ struct RDBFile {
     var entries: [Entry] = []
     /// Keys holding an empty collection, skipped as Redis skips them.
     var emptyKeys: [[UInt8]] = []
-    /// Function libraries (FUNCTION2 records): not loaded here.
-    var functionCount = 0
+    /// Function libraries' code (FUNCTION2 records), in the file's order.
+    var functions: [[UInt8]] = []
 
     /// Reads `bytes` as an RDB file.
     /// - Parameter checksum: whether to check the CRC64 (`rdbchecksum yes`).
@@ -68,8 +68,7 @@ struct RDBFile {
                 case 0xF8:  // FREQ (LFU)
                     _ = try reader.byte()
                 case 0xF5:  // FUNCTION2: a library's code
-                    _ = try reader.string()
-                    functionCount += 1
+                    functions.append(try reader.string())
                 case 0xF7, 0xF6:
                     throw RDB.BadFormat(reason: opcode == 0xF7 ? "The RDB file contains AUX module data I can't load"
                                                                : "Pre-release function format not supported")
