@@ -368,3 +368,27 @@ def catch(call):
         return call()
     except Exception as error:  # the outcome is the test's to judge
         return error
+
+
+def test_min_replicas_to_write_counts_the_replicas_that_acknowledge(pair):
+    master, replica = pair
+    m = master.client()
+    m.config_set("min-replicas-to-write", "1")
+    # Redis counts a replica of a diskless sync once its first ACK came.
+    wait_until(lambda: m.info("replication")["min_slaves_good_slaves"] == 1, what="a good replica")
+    assert m.set("k", "1")
+    m.config_set("min-replicas-to-write", "2")
+    with pytest.raises(redis.ResponseError, match="^NOREPLICAS Not enough good replicas to write."):
+        m.set("k", "2")
+    m.config_set("min-replicas-to-write", "1")
+    m.config_set("min-replicas-max-lag", "1")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: m.info("replication")["min_slaves_good_slaves"] == 0, what="the replica to go bad")
+        with pytest.raises(redis.ResponseError, match="^NOREPLICAS"):
+            m.set("k", "3")
+        assert m.get("k") == b"1"
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    wait_until(lambda: m.info("replication")["min_slaves_good_slaves"] == 1, what="the replica to come back")
+    assert m.set("k", "4")

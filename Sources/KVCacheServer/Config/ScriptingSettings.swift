@@ -8,11 +8,12 @@ struct ScriptingSettings: Sendable {
     /// SCRIPT KILL / FUNCTION KILL may stop it (Redis's
     /// `busy-reply-threshold`, formerly `lua-time-limit`); 0: never.
     var busyReplyThreshold = 5000
-    /// Redis's `min-replicas-to-write`: with no replicas here, any value
-    /// above 0 refuses writes (and writing scripts) with -NOREPLICAS, as
-    /// a Redis primary left without replicas does.
+    /// Redis's `min-replicas-to-write`: a master with fewer good replicas
+    /// (see `min-replicas-max-lag`) refuses writes (and writing scripts)
+    /// with -NOREPLICAS.
     var minReplicasToWrite = 0
-    /// Redis's `min-replicas-max-lag` (seconds), kept for CONFIG GET.
+    /// Redis's `min-replicas-max-lag`: a replica is good when its last ACK
+    /// is at most this many seconds old (0: every write goes on).
     var minReplicasMaxLag = 10
 }
 

@@ -159,7 +159,7 @@ final class Scripting: LuaInterpreter.Host {
                     + "to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts. "
                     + "AOF error: \(String(cString: strerror(log.writeError ?? EIO)))")
             }
-            if server.config.scripting.minReplicasToWrite > 0 { throw ReplyError.noReplicas }
+            if !server.enoughGoodReplicas { throw ReplyError.noReplicas }
             if readOnlyCommand { throw ReplyError("ERR Can not execute a script with write flag using *_ro command.") }
         }
         // no-writes implies allow-oom (Redis's scriptPrepareForRun).
@@ -297,7 +297,7 @@ final class Scripting: LuaInterpreter.Host {
         if writes && !run.wroteData, let refusal = server.persistence.writeRefusal {
             return refuse("-" + refusal.text)
         }
-        if writes && server.config.scripting.minReplicasToWrite > 0 { return refuse("-" + ReplyError.noReplicas.text) }
+        if writes && !server.enoughGoodReplicas { return refuse("-" + ReplyError.noReplicas.text) }
         // Redis's scriptVerifyOOM: over maxmemory, a script's first write that may grow is refused.
         if !run.allowOOM && server.config.maxMemory > 0 && !run.wroteData && server.preCommandOutOfMemory
             && flags.contains("denyoom") {

@@ -275,11 +275,30 @@ extension Server {
     var replicaInfoLines: [String] {
         let replicas = openReplicas, now = Self.nowMilliseconds()
         var lines = ["connected_slaves:\(replicas.count)"]
+        if config.scripting.minReplicasToWrite > 0 && config.scripting.minReplicasMaxLag > 0 {
+            lines.append("min_slaves_good_slaves:\(goodReplicas)")
+        }
         for (i, replica) in replicas.enumerated() {
             let lag = max(0, now - replica.replicaAckTime) / 1000
             lines.append("slave\(i):ip=\(replica.peerHost),port=\(replica.replicaListeningPort),state=online,"
                 + "offset=\(replica.replicaAckOffset),lag=\(lag)")
         }
         return lines
+    }
+
+    /// The feeds whose last ACK is at most `min-replicas-max-lag` seconds
+    /// old (Redis's repl_good_slaves_count).
+    var goodReplicas: Int {
+        let now = Self.nowMilliseconds() / 1000, maxLag = Int64(config.scripting.minReplicasMaxLag)
+        return openReplicas.count { now - $0.replicaAckTime / 1000 <= maxLag }
+    }
+
+    /// Whether writes may go on (Redis's checkGoodReplicasStatus): on a
+    /// replica, or with `min-replicas-to-write` or `min-replicas-max-lag`
+    /// at 0, or with that many good replicas.
+    var enoughGoodReplicas: Bool {
+        let settings = config.scripting
+        guard replicaLink == nil, settings.minReplicasToWrite > 0, settings.minReplicasMaxLag > 0 else { return true }
+        return goodReplicas >= settings.minReplicasToWrite
     }
 }

@@ -232,7 +232,7 @@ extension Server {
             reject(connection, refusal, stats: stats)
             return
         }
-        if command.isWrite && config.scripting.minReplicasToWrite > 0 && !persistence.replaying {
+        if config.scripting.minReplicasToWrite > 0 && !persistence.replaying && writes(command, args) && !enoughGoodReplicas {
             reject(connection, .noReplicas, stats: stats)
             return
         }
