@@ -41,8 +41,8 @@ def in_sync(master, replica):
 def pair(fresh_server):
     """A master and a replica following it, linked and in sync. Redis's
     diskless transfer waits repl-diskless-sync-delay: 0 here."""
-    master = fresh_server(args=["--repl-diskless-sync-delay", "0"])
-    replica = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    args = ["--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes"]
+    master, replica = fresh_server(args=args), fresh_server(args=args)
     m, r = master.client(), replica.client()
     m.set("before", "1")
     m.rpush("list", "a", "b", "c")
@@ -392,3 +392,57 @@ def test_min_replicas_to_write_counts_the_replicas_that_acknowledge(pair):
         os.kill(replica.proc.pid, signal.SIGCONT)
     wait_until(lambda: m.info("replication")["min_slaves_good_slaves"] == 1, what="the replica to come back")
     assert m.set("k", "4")
+
+
+def test_a_replica_leaves_expiry_to_its_master(pair):
+    """A key that expired reads as absent on the replica but stays until
+    the master's DEL (DBSIZE counts it); the master's commands find it as
+    the master has it, so an INCR that arrives late keeps its TTL (Redis's
+    'Replication of an expired key does not delete the expired key')."""
+    master, replica = pair
+    m, r = master.client(db=9), replica.client(db=9)
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    m.set("k", "1", px=400)
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        m.incr("k")
+        time.sleep(0.5)
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert r.exists("k") == 0 and r.get("k") is None
+    assert r.dbsize() == m.dbsize() == 1
+    r.execute_command("DEBUG", "OBJECT", "k")  # still there: raises if gone
+    assert m.get("k") is None  # the master expires it, and sends DEL
+    wait_until(lambda: r.dbsize() == 0, what="the master's DEL")
+
+
+def test_keys_written_on_a_writable_replica_expire_there(pair):
+    master, replica = pair
+    r = replica.client(db=9)
+    r.config_set("replica-read-only", "no")
+    r.set("mine", "1", px=300)
+    r.set("forever", "1")
+    assert r.dbsize() == 2
+    wait_until(lambda: r.dbsize() == 1, what="the replica's own key to expire")
+    assert r.get("forever") == b"1" and r.exists("mine") == 0
+
+
+def test_an_error_on_the_masters_stream_is_logged_and_counted(pair):
+    """The replica drops its replies to the master, so a command of the
+    stream that fails is logged (Redis's '== CRITICAL ==' line) and
+    counted (unexpected_error_replies), and the stream goes on."""
+    master, replica = pair
+    m, r = master.client(), replica.client()
+    r.config_set("replica-read-only", "no")
+    r.set("n", "foo")
+    m.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+    m.incrby("n", 1)
+    m.set("after", "1")
+    wait_until(lambda: r.get("after") == b"1", what="the stream after the errors")
+    assert r.get("n") == b"foo" and m.get("n") == b"1"
+    assert r.info("stats")["unexpected_error_replies"] == 2
+    log = replica.log()
+    assert log.count("== CRITICAL == This replica is sending an error to its master") == 2
+    assert "fake-command-1" in log and "'incrby'" in log

@@ -13,7 +13,7 @@ let debugCommands: [Command] = [
             group: "server", summary: "A container for debugging commands.", handler: debug,
             subcommands: ["change-repl-id", "config-rewrite-force-all", "digest", "digest-value", "error", "help", "htstats",
                           "htstats-key", "jmap", "loadaof", "object", "pause-cron", "populate", "protocol",
-                          "quicklist-packed-threshold", "reload", "set-active-expire", "set-skip-checksum-validation",
+                          "quicklist-packed-threshold", "reload", "replicate", "set-active-expire", "set-skip-checksum-validation",
                           "sleep", "writer"]),
 ]
 
@@ -46,6 +46,13 @@ private func debug(_ ctx: CommandContext) throws {
         ctx.connection.output.append(0x2D)
         ctx.connection.output.append(contentsOf: text)
         ctx.connection.output.append(contentsOf: [0x0D, 0x0A])
+    case "replicate" where ctx.args.count >= 3:
+        // The arguments go to the replicas as a command of the stream, as
+        // they are (no SELECT first): Redis's test of a replica's errors.
+        var op: [UInt8] = []
+        RESPEncoder.bulkArray((2..<ctx.args.count).map { ctx.args.bytes($0) }, into: &op)
+        if ctx.server.replicationFeeding { ctx.server.sendToReplicas(op) }
+        ctx.connection.replyOK()
     case "pause-cron":
         guard ctx.args.count == 3, let flag = parseStrictInt64(ctx.args[2]) else { throw ReplyError.syntax }
         ctx.server.cronPaused = flag != 0
@@ -146,6 +153,7 @@ private func debug(_ ctx: CommandContext) throws {
             "POPULATE <count> [<prefix>] [<size>]", "    Create <count> string keys named key:<num>.",
             "PROTOCOL <type>", "    Reply with a sample of the given type.",
             "RELOAD", "    Apply every change to SQLite and reopen every cache from its file.",
+            "REPLICATE <command> [<arg> ...]", "    Send the command to the replicas as part of the stream.",
             "SET-ACTIVE-EXPIRE <0|1>", "    Switch the expiry of keys in the background off or on.",
             "SLEEP <seconds>", "    Stop the server for <seconds>.",
             "WRITER PAUSE|RESUME", "    Hold the writer thread (changes stay in memory and in the log).",

@@ -349,6 +349,12 @@ struct Keyspace {
         try run { engine throws(SQLiteKVCache.Error) in try engine.removeExpired(limit: limit) }
     }
 
+    /// Removes `key` if it has expired, even on a replica (see `CacheEngine.removeIfExpired`).
+    /// - Returns: its expiry time while it is live with one.
+    func removeIfExpired(_ key: [UInt8]) throws -> Int64? {
+        try run { engine throws(SQLiteKVCache.Error) in try engine.removeIfExpired(key) }
+    }
+
     /// Evicts `key` for maxmemory (Redis's performEvictions): logged as a
     /// delete, so a replay drops it too; watchers see it change.
     /// - Returns: the content bytes freed (0 when it was not live).

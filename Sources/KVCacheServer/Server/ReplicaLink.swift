@@ -206,6 +206,7 @@ extension Server {
         for replica in openReplicas { close(replica) }
         replicaLink = ReplicaLink(host: host, port: port, now: Self.nowMilliseconds())
         config.replicaOf = ReplicaOf(host: host, port: port)
+        holdExpiryIfNeeded()
         logger.notice("Connecting to MASTER \(host):\(port)")
         replicaCron(now: Self.nowMilliseconds())
     }
@@ -217,6 +218,8 @@ extension Server {
         guard let link = replicaLink else { return }
         replicaLink = nil
         config.replicaOf = nil
+        replicaWrittenKeys.removeAll()
+        holdExpiryIfNeeded()
         link.sync?.abandon()
         if let master = link.connection { close(master) }
         previousReplicationID = replicationID
@@ -336,6 +339,35 @@ extension Server {
         link.state = .connect
         link.downSince = Self.nowMilliseconds()
         link.nextAttempt = 0
+    }
+
+    // MARK: Expiry on a replica
+
+    /// A replica's keys expire by its master's DELs: a read finds an expired
+    /// key absent but leaves it (Redis's expireIfNeeded with a master), as
+    /// during CLIENT PAUSE. The hold is on while either is.
+    func holdExpiryIfNeeded() {
+        registry.accessTracking.expiryHeld = replicaLink != nil || pauseType != .off
+    }
+
+    /// A client's write on a writable replica: its keys are watched, so those
+    /// it gave a time to live expire here (Redis's rememberSlaveKeyWithExpire).
+    func rememberReplicaWrittenKeys(_ command: Command, _ args: Arguments, in cache: OpenCache) {
+        command.aclEntry.keys.forEachKey(args) { index, need in
+            if need.contains(.write) { replicaWrittenKeys.insert(CacheKey(cache: cache.name, key: args.bytes(index))) }
+            return true
+        }
+    }
+
+    /// Redis's expireSlaveKeys (each cron on a replica): the keys clients
+    /// wrote here that have expired go; those without a time to live, or
+    /// gone, are no longer watched.
+    func expireReplicaWrittenKeys() {
+        for id in replicaWrittenKeys {
+            let cache = registry.open[id.cache]
+            let expiresAt = cache.flatMap { cache in try? Keyspace(server: self, cache: cache).removeIfExpired(id.key) }
+            if expiresAt == nil { replicaWrittenKeys.remove(id) }
+        }
     }
 
     /// Whether this is a read-only replica (`replica-read-only yes`, the

@@ -96,6 +96,9 @@ extension Server {
         // consumed (Redis's reploff): a command's bytes once it has run.
         let link = connection.isMaster ? replicaLink : nil
         link?.lastIO = Self.nowMilliseconds()
+        // The master's commands find its keys as it has them: none expired.
+        if link != nil { registry.accessTracking.expiryIgnored = true }
+        defer { if link != nil { registry.accessTracking.expiryIgnored = false } }
         connection.input.consume { buffer in
             var index = 0
             var accounted = 0
@@ -299,6 +302,9 @@ extension Server {
         let execFedAfter = command.isExec
         if !monitors.isEmpty && !execFedAfter { feedMonitors(args, from: connection) }
         failure = runHandler(command, connection, args)
+        if replicaLink != nil && failure == nil && command.isWrite && !connection.isMaster {
+            rememberReplicaWrittenKeys(command, args, in: connection.cache)
+        }
         if execFedAfter && !monitors.isEmpty { feedMonitors(args, from: connection) }
         if let propagation {
             propagationEnd(propagation, command, args)
@@ -318,6 +324,7 @@ extension Server {
             connection.replyError(failure)
             stats.failed += 1
             countError(failure)
+            if connection.isMaster { noteErrorToMaster(failure, command: command.name) }
         }
         // As Redis's call(): not EXEC (its commands are logged), nor a
         // command that blocked its client (logged once served).
@@ -504,6 +511,16 @@ extension Server {
         connection.replyError(reply)
         stats?.rejected += 1
         countError(reply)
+        if connection.isMaster { noteErrorToMaster(reply, command: "<unknown>") }
+    }
+
+    /// A command of the master's stream failed on this replica: the reply
+    /// is dropped, so the error is logged and counted, as Redis's
+    /// afterErrorReply (propagation-error-behavior ignore).
+    func noteErrorToMaster(_ error: ReplyError, command: String) {
+        stats.unexpectedErrorReplies += 1
+        logger.warning("== CRITICAL == This replica is sending an error to its master: '\(error.text)' "
+            + "after processing the command '\(command)'")
     }
 
     /// Counts an error reply for INFO (total_error_replies, errorstats by prefix).

@@ -201,6 +201,7 @@ extension Server {
                 "tracking_total_keys:\(tracking.table.count)",
                 "tracking_total_items:\(tracking.totalItems)",
                 "tracking_total_prefixes:\(tracking.prefixes.count)",
+                "unexpected_error_replies:\(stats.unexpectedErrorReplies)",
                 "total_error_replies:\(stats.totalErrorReplies)",
                 "acl_access_denied_auth:\(stats.authFailures)",
                 "client_output_buffer_limit_disconnections:\(stats.outputLimitDisconnections)",

@@ -22,7 +22,7 @@ extension Server {
             pauseEnd = max(pauseEnd, end)
         }
         // As Redis: no key is expired (lazily or by the sweep) during a pause.
-        registry.accessTracking.expiryHeld = true
+        holdExpiryIfNeeded()
         if pauseEnd <= Self.nowMilliseconds() { unpauseClients() }
     }
 
@@ -30,7 +30,7 @@ extension Server {
     func unpauseClients() {
         pauseType = .off
         pauseEnd = 0
-        registry.accessTracking.expiryHeld = false
+        holdExpiryIfNeeded()
         let waiting = postponedClients
         postponedClients = []
         for client in waiting where !client.closed {

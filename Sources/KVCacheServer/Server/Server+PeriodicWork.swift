@@ -75,6 +75,7 @@ extension Server {
 
     func cron(now: Int64) {
         if shutdownDeadline != 0 { continueShutdown(now: now) }
+        if !replicaWrittenKeys.isEmpty && pauseType == .off { expireReplicaWrittenKeys() }
         resumeListenersIfDue(now: now)
         trimHeapIfShrunk(now: now)
         if config.maxMemory > 0 { refreshClientBufferBytes() }

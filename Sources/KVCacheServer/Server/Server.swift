@@ -123,6 +123,9 @@ public final class Server {
     /// When a shutdown waiting for replicas goes on regardless
     /// (milliseconds since 1970; 0: none waits).
     var shutdownDeadline: Int64 = 0
+    /// The keys clients wrote on a writable replica, watched for their
+    /// expiry (Redis's slaveKeysWithExpire).
+    var replicaWrittenKeys: Set<CacheKey> = []
     /// The SHUTDOWN clients blocked while it waits.
     var shutdownWaiters: [Connection] = []
     /// What replica feeds hold (INFO's mem_clients_slaves): not counted

@@ -16,6 +16,9 @@ struct ServerStats {
     var netInputBytes = 0
     var netOutputBytes = 0
     var totalErrorReplies = 0
+    /// Errors a replica answered its master's stream with (INFO's
+    /// unexpected_error_replies: their replies are dropped).
+    var unexpectedErrorReplies = 0
     var keyspaceHits = 0
     var keyspaceMisses = 0
 }

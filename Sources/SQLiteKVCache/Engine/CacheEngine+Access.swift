@@ -15,6 +15,10 @@ public final class AccessTracking: @unchecked Sendable {
     /// While set (Redis's CLIENT PAUSE), an expired key reads as absent but
     /// is not deleted by a read: Redis's expireIfNeeded during a pause.
     public var expiryHeld = false
+    /// While set (a replica applying its master's stream), no key reads as
+    /// expired: the master decides, with the DEL it sends (Redis's
+    /// expireIfNeeded for the master client).
+    public var expiryIgnored = false
     /// The LFU counter's coin (xorshift64*): a draw per read must not cost a
     /// `getrandom(2)`, as `SystemRandomNumberGenerator` does.
     private var coin = FastRandom(seed: UInt64.random(in: 1...UInt64.max))

@@ -35,6 +35,18 @@ extension CacheEngine {
         return !fileVoid && expiry.fileHint <= now
     }
 
+    /// Removes `key` if it has expired, even while expiry is held (a
+    /// writable replica's own keys: Redis's expireSlaveKeys).
+    /// - Returns: the key's expiry time while it is live with one; nil when
+    ///   it is absent, has no expiry, or expired and was removed now.
+    public func removeIfExpired(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Int64? {
+        let digest = hasher.digest(key)
+        guard let row = try current(digest, key: key, counted: false).row, let expiresAt = row.expiresAt else { return nil }
+        guard expiresAt <= nowMilliseconds() else { return expiresAt }
+        expire(digest, key: key, size: key.count + row.bodySize, expiresAt: expiresAt)
+        return nil
+    }
+
     /// Removes up to `limit` expired entries, soonest first: those in
     /// memory, then those the file's expiry index lists (O(log n) each).
     /// - Returns: how many went; fewer than `limit` means the sweep has

@@ -167,6 +167,10 @@ public final class CacheEngine {
 
     func nowMilliseconds() -> Int64 { clock() }
 
+    /// The time a key's expiry is compared with: the clock's, or the
+    /// earliest time while `expiryIgnored` is set (nothing expires).
+    func expiryNow() -> Int64 { access.expiryIgnored ? .min : clock() }
+
     public var path: String { file.path }
     public var fileID: UInt64 { file.fileID }
     public var count: Int { totals.count }
@@ -228,7 +232,7 @@ public final class CacheEngine {
         let digest = hasher.digest(key)
         let (found, slot) = try current(digest, key: key, counted: counted)
         guard var row = found else { return nil }
-        if row.isExpired(at: nowMilliseconds()) {
+        if row.isExpired(at: expiryNow()) {
             if !access.expiryHeld { expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt) }
             return nil
         }
@@ -268,7 +272,7 @@ public final class CacheEngine {
                 return (slot.row.unsafelyUnwrapped.kind, slot.row.unsafelyUnwrapped.value)
             }
             let now = nowMilliseconds()
-            if expiresAt <= now {
+            if expiresAt <= now && !access.expiryIgnored {
                 if !access.expiryHeld {
                     expire(slot.digest, key: Array(key), size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
                 }
@@ -284,7 +288,7 @@ public final class CacheEngine {
     /// The live entry for `key` without touching it (no LRU, no lazy delete).
     public func peek(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> StoredEntry? {
         guard let row = try current(hasher.digest(key), key: key, counted: false).row,
-              !row.isExpired(at: nowMilliseconds()) else { return nil }
+              !row.isExpired(at: expiryNow()) else { return nil }
         return StoredEntry(key: key, row: row)
     }
 
@@ -299,7 +303,7 @@ public final class CacheEngine {
     public func contains(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
         guard let state = try oldState(digest) else { return false }
-        if let expiresAt = state.expiresAt, expiresAt <= nowMilliseconds() {
+        if let expiresAt = state.expiresAt, expiresAt <= expiryNow() {
             if !access.expiryHeld { expire(digest, key: key, size: state.size, expiresAt: expiresAt) }
             return false
         }
@@ -465,7 +469,7 @@ public final class CacheEngine {
         let digest = hasher.digest(key)
         guard let row = try current(digest, key: key, counted: false).row else { return false }
         let size = key.count + row.bodySize
-        if row.isExpired(at: nowMilliseconds()) {
+        if row.isExpired(at: expiryNow()) {
             expire(digest, key: key, size: size, expiresAt: row.expiresAt)
             return false
         }
@@ -520,7 +524,7 @@ public final class CacheEngine {
     public func liveValueForChange(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> LiveValue? {
         let digest = hasher.digest(key)
         var (found, slot) = try current(digest, key: key, counted: false)
-        guard var row = found, !row.isExpired(at: nowMilliseconds()), case .live(let value) = row.value else { return nil }
+        guard var row = found, !row.isExpired(at: expiryNow()), case .live(let value) = row.value else { return nil }
         let owned = value.isFrozen ? value.thawed() : value
         row.value = .live(owned)
         if slot == nil { slot = table.write(digest, key: key, row: row) }
@@ -557,7 +561,7 @@ public final class CacheEngine {
     public func liveValue(_ key: [UInt8], forChange: Bool, decode: ([UInt8]) throws -> LiveValue) throws -> LiveValue? {
         let digest = hasher.digest(key)
         var (found, slot) = try current(digest, key: key, counted: false)
-        guard var row = found, !row.isExpired(at: nowMilliseconds()) else { return nil }
+        guard var row = found, !row.isExpired(at: expiryNow()) else { return nil }
         var value: LiveValue
         switch row.value {
         case .live(let live): value = live
