@@ -446,3 +446,64 @@ def test_an_error_on_the_masters_stream_is_logged_and_counted(pair):
     log = replica.log()
     assert log.count("== CRITICAL == This replica is sending an error to its master") == 2
     assert "fake-command-1" in log and "'incrby'" in log
+
+
+def test_a_replica_of_a_replica_gets_the_masters_stream(pair, fresh_server):
+    """A chained replica gets its master's stream as it came (Redis's
+    proxying): the master's offsets, and the database that stream had
+    selected when it attached (the snapshot's repl-stream-db)."""
+    master, replica = pair
+    m9 = master.client(db=9)
+    m9.set("early", "1")
+    wait_until(lambda: in_sync(master.client(), replica.client()), what="the offsets")
+    chained = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    c = chained.client()
+    c.replicaof("127.0.0.1", replica.port)
+    wait_until(lambda: link_up(c), what="the chained link")
+    m9.set("late", "2")
+    wait_until(lambda: chained.client(db=9).get("late") == b"2", what="the write in db 9 on the chained replica")
+    assert chained.client(db=9).get("early") == b"1"
+    assert c.get("late") is None
+    wait_until(lambda: in_sync(master.client(), c), what="the chained replica to reach the master's offset")
+    assert c.info("replication")["master_replid"] == master.client().info("replication")["master_replid"]
+
+
+def test_becoming_a_replica_unblocks_blocked_clients(fresh_server):
+    master = fresh_server(args=["--repl-diskless-sync-delay", "0"])
+    server = fresh_server()
+    blocked = server.client()
+    outcome = []
+    waiter = threading.Thread(target=lambda: outcome.append(catch(lambda: blocked.blpop("foo", 0))))
+    waiter.start()
+    wait_until(lambda: server.client().info("clients")["blocked_clients"] == 1, what="BLPOP to block")
+    server.client().replicaof("127.0.0.1", master.port)
+    waiter.join(10)
+    assert "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)" \
+        in str(outcome[0])
+    server.client().replicaof("NO", "ONE")
+
+
+def test_role_shows_the_handshake_while_the_master_keeps_psync_waiting(fresh_server):
+    """A master that answers the handshake but not PSYNC (as a diskless one
+    waiting for its delay): the replica's ROLE reads 'handshake'."""
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    replica = fresh_server()
+    r = replica.client()
+    r.replicaof("127.0.0.1", listener.getsockname()[1])
+    listener.settimeout(10)
+    conn, _ = listener.accept()
+    try:
+        conn.settimeout(10)
+        # PING, REPLCONF listening-port, REPLCONF capa: each waits for its
+        # answer, so one read takes one command.
+        for answer in (b"+PONG\r\n", b"+OK\r\n", b"+OK\r\n"):
+            assert conn.recv(4096).startswith(b"*")
+            conn.sendall(answer)
+        wait_until(lambda: r.execute_command("ROLE")[3] == b"handshake", what="the handshake state")
+    finally:
+        r.replicaof("NO", "ONE")
+        conn.close()
+        listener.close()

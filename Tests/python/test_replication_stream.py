@@ -323,6 +323,15 @@ def test_getex_getdel_and_persist(stream, r):
                 "del foo")
 
 
+def test_getset_propagates_as_set(stream, r):
+    feed = stream()
+    r.set("k", "a")
+    assert r.getset("k", "b") == b"a"
+    r.set("k", "c", get=True)
+    r.execute_command("SET", "k", "d", "GET", "XX", "get")
+    feed.expect("select *", "set k a", "set k b", "set k c", "set k d XX")
+
+
 def test_float_increments_propagate_their_result(stream, r):
     feed = stream()
     r.set("n", "1.5", ex=100)

@@ -134,6 +134,9 @@ private func set(_ ctx: CommandContext) throws {
     // Propagated as SET key value PXAT <ms> (Redis 7.0: five arguments) unless given as PXAT.
     if let expiresAt, let expiry = options.expiry, expiry.form != .unixMilliseconds {
         ctx.server.propagateAs(setWithPXAT(key, ctx.args.bytes(2), expiresAt))
+    } else if options.get && options.expiry == nil {
+        // Without its GETs, as Redis's setGenericCommand.
+        ctx.server.propagateAs(ctx.args.indices.filter { $0 < 3 || ctx.option($0) != "get" }.map { ctx.args.bytes($0) })
     }
     if options.get { ctx.connection.replyOptionalBulk(oldValue) } else { ctx.connection.replyOK() }
 }
@@ -187,6 +190,8 @@ private func getset(_ ctx: CommandContext) throws {
     let key = ctx.args.bytes(1)
     let old = try ctx.keyspace.lookupWrite(key, as: .string)
     try ctx.keyspace.set(key, ctx.args.bytes(2), expiresAt: nil)
+    // Propagated as SET, as Redis 7 does.
+    ctx.server.propagateAs([Array("SET".utf8), key, ctx.args.bytes(2)])
     ctx.connection.replyOptionalBulk(old?.value)
 }
 

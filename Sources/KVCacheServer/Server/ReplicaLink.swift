@@ -73,14 +73,20 @@ final class MasterSync: @unchecked Sendable {
     private var outcome: Outcome?
     private var received = 0
     private var transferring = false
+    private var handshaking = false
     private var abandoned = false
 
     init(_ settings: Settings) {
         let thread = Thread { [self] in
+            // -1: connected, the handshake runs; then the payload's bytes so far.
             let result = Self.run(settings, progress: { bytes in
                 self.lock.withLock {
-                    self.transferring = true
-                    self.received = bytes
+                    if bytes < 0 {
+                        self.handshaking = true
+                    } else {
+                        self.transferring = true
+                        self.received = bytes
+                    }
                 }
             })
             lock.withLock {
@@ -103,8 +109,11 @@ final class MasterSync: @unchecked Sendable {
         }
     }
 
-    /// Whether the payload is coming in, and how many bytes of it came.
-    var progress: (transferring: Bool, received: Int) { lock.withLock { (transferring, received) } }
+    /// Whether the handshake has started (connected), whether the payload
+    /// is coming in, and how many bytes of it came.
+    var progress: (handshaking: Bool, transferring: Bool, received: Int) {
+        lock.withLock { (handshaking, transferring, received) }
+    }
 
     /// The link is gone: the thread's socket is closed when it ends.
     func abandon() {
@@ -120,6 +129,7 @@ final class MasterSync: @unchecked Sendable {
         guard let socket = SyncSocket.connect(host: settings.host, port: settings.port, timeout: timeout) else {
             return .failed("Error condition on socket for SYNC: Connection refused")
         }
+        progress(-1)
         func command(_ words: String...) -> String? {
             var request: [UInt8] = []
             RESPEncoder.bulkArray(words.map { Array($0.utf8) }, into: &request)
@@ -204,6 +214,15 @@ extension Server {
     func replicate(from host: String, port: Int) {
         stopReplicating()
         for replica in openReplicas { close(replica) }
+        // Clients blocked on keys of a master would wait for writes that now
+        // come from elsewhere (Redis's disconnectAllBlockedClients; a client
+        // held by CLIENT PAUSE is not blocked on anything).
+        for case let client? in connections where client.blocked != nil {
+            client.replyError(ReplyError("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"))
+            unblock(client)
+            client.closeAfterReply = true
+            queueReplies(client)
+        }
         replicaLink = ReplicaLink(host: host, port: port, now: Self.nowMilliseconds())
         config.replicaOf = ReplicaOf(host: host, port: port)
         holdExpiryIfNeeded()
@@ -270,8 +289,10 @@ extension Server {
     private func finishSync(_ link: ReplicaLink, fd: Int32, rdb: [UInt8], buffered: [UInt8], replicationID id: String?,
                             offset: Int, now: Int64) {
         logger.notice("MASTER <-> REPLICA sync: receiving \(rdb.count) bytes from master")
+        var streamDatabase: Int?
         do {
             let file = try RDBFile(rdb, limits: config.encodingLimits, checksum: true)
+            streamDatabase = file.streamDatabase
             logger.notice("MASTER <-> REPLICA sync: Flushing old data")
             let (loaded, _) = try importRDB(file, source: "the master's RDB")
             logger.notice("MASTER <-> REPLICA sync: Loading DB in memory (\(loaded) keys)")
@@ -285,7 +306,12 @@ extension Server {
         }
         let cache: OpenCache
         do {
-            cache = try registry.firstCache()
+            // The stream goes on in the database its source had selected.
+            if let index = streamDatabase, index >= 0, index < config.databases {
+                cache = try registry.cache(named: "db\(index)")
+            } else {
+                cache = try registry.firstCache()
+            }
         } catch {
             logger.warning("Cannot open db0 for the master's client: \(error.text)")
             Posix.close(fd)
@@ -445,7 +471,10 @@ extension Server {
     func roleState(_ link: ReplicaLink) -> String {
         switch link.state {
         case .connect: return "connect"
-        case .connecting: return link.sync?.progress.transferring == true ? "sync" : "connecting"
+        case .connecting:
+            // Redis's states: connected and in the handshake, then receiving the RDB.
+            guard let progress = link.sync?.progress else { return "connecting" }
+            return progress.transferring ? "sync" : progress.handshaking ? "handshake" : "connecting"
         case .connected: return "connected"
         }
     }

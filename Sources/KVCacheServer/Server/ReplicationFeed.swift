@@ -62,7 +62,8 @@ final class ReplicationFeed {
 
     /// An RDB (version 10) holding `databases` (each database's number
     /// and its keys, already encoded), as a replica expects after SYNC.
-    static func rdb(now: Int64, functions: [[UInt8]] = [], databases: [(index: Int, keys: [UInt8])] = []) -> [UInt8] {
+    static func rdb(now: Int64, streamDatabase: Int? = nil, functions: [[UInt8]] = [],
+                    databases: [(index: Int, keys: [UInt8])] = []) -> [UInt8] {
         var out = Array("REDIS00\(RDB.version)".utf8)
         func aux(_ key: String, _ value: String) {
             out.append(0xFA)  // RDB_OPCODE_AUX
@@ -74,6 +75,7 @@ final class ReplicationFeed {
         aux("ctime", String(now / 1000))
         aux("used-mem", "0")
         aux("aof-base", "0")
+        if let streamDatabase { aux("repl-stream-db", String(streamDatabase)) }
         for code in functions { Scripting.appendFunctionRecord(code, to: &out) }
         for database in databases {
             out.append(0xFE)  // RDB_OPCODE_SELECTDB
@@ -108,10 +110,14 @@ extension Server {
     /// Redis). The snapshot is made on the loop, in one go: Redis forks for
     /// it, here the other clients wait while it is made.
     func attachReplica(_ connection: Connection, fullResync: Bool) {
-        let payload = ReplicationFeed.rdb(now: Self.nowMilliseconds(), functions: scripting.libraryCodes,
-                                          databases: snapshotDatabases())
+        // A replica's feed gets its master's stream as it comes (see
+        // `forwardMasterStream`): its offset, and the database that stream
+        // has selected (the replica's own stream would SELECT first).
+        let master = replicaLink?.connection
+        let payload = ReplicationFeed.rdb(now: Self.nowMilliseconds(), streamDatabase: master?.cache.databaseIndex,
+                                          functions: scripting.libraryCodes, databases: snapshotDatabases())
         if fullResync {
-            connection.replySimple("FULLRESYNC \(replicationID) \(replication.offset)")
+            connection.replySimple("FULLRESYNC \(replicationID) \(replicaLink?.offset ?? replication.offset)")
         }
         connection.output.append(contentsOf: Array("$\(payload.count)\r\n".utf8))
         connection.output.append(contentsOf: payload)
@@ -248,12 +254,22 @@ extension Server {
     }
 
     /// Appends `bytes` to every feed's output.
-    func sendToReplicas(_ bytes: [UInt8]) {
+    func sendToReplicas(_ bytes: [UInt8], forwarded: Bool = false) {
+        // A replica's feeds carry its master's stream alone (Redis's
+        // replicationFeedStreamFromMasterStream): nothing of its own.
+        guard replicaLink == nil || forwarded else { return }
         replication.offset += bytes.count
         for replica in replication.replicas where !replica.closed {
             replica.output.append(contentsOf: bytes)
             queueReplies(replica)
         }
+    }
+
+    /// A replica passes the bytes of its master's stream it has applied to
+    /// its own feeds, as they came.
+    func forwardMasterStream(_ bytes: UnsafeRawBufferPointer) {
+        guard replicationFeeding, !bytes.isEmpty else { return }
+        sendToReplicas(Array(bytes), forwarded: true)
     }
 
     /// The stream's PING every `repl-ping-replica-period` seconds (Redis's

@@ -127,6 +127,7 @@ extension Server {
                 }
                 if let link {
                     link.offset += index - accounted
+                    forwardMasterStream(UnsafeRawBufferPointer(rebasing: buffer[accounted..<index]))
                     accounted = index
                 }
             }

@@ -24,6 +24,9 @@ struct RDBFile {
     var emptyKeys: [[UInt8]] = []
     /// Function libraries' code (FUNCTION2 records), in the file's order.
     var functions: [[UInt8]] = []
+    /// The database the replication stream has selected where the file
+    /// was made (the `repl-stream-db` aux field of a replica's snapshot).
+    var streamDatabase: Int?
 
     /// Reads `bytes` as an RDB file.
     /// - Parameter checksum: whether to check the CRC64 (`rdbchecksum yes`).
@@ -52,8 +55,9 @@ struct RDBFile {
                 let opcode = try reader.byte()
                 switch opcode {
                 case 0xFA:  // AUX: a field and its value
-                    _ = try reader.string()
-                    _ = try reader.string()
+                    let field = try reader.string()
+                    let value = try reader.string()
+                    if field == Array("repl-stream-db".utf8) { streamDatabase = Int(String(decoding: value, as: UTF8.self)) }
                 case 0xFB:  // RESIZEDB: sizes of the next database's tables
                     _ = try reader.length()
                     _ = try reader.length()
