@@ -16,7 +16,8 @@ tests/tmp at start, so one tree runs one file at a time). An exception
 stops a file where it happens, as in runtest. With --redis, the same files
 run against redis-server too and each file's line says how many of the
 tests that pass on Redis pass here. Without files: every file of the
-suite's all_tests list but the cluster, TLS, module and replication ones.
+suite's all_tests list but the cluster, TLS and module ones and the
+replication files SKIP names.
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ import tempfile
 from pathlib import Path
 
 TREE = Path.home() / ".cache/kvcache/redis-7.0.15-tests"
-SKIP = re.compile(r"moduleapi|cluster|tls|replication|psync2|block-repl|failover|oom-score-adj")
+# Replication's files run but those that need partial resynchronization
+# (a backlog), a failover or hours (integration/replication's diskless loads).
+SKIP = re.compile(r"moduleapi|cluster|tls|integration/replication$|replication-psync|replication-buffer|psync2|failover"
+                  r"|oom-score-adj")
 OK = re.compile(r"\[(?:\x1b\[[0-9;]*m)?ok(?:\x1b\[[0-9;]*m)?\]: (.*?) \(\d+ ms\)$")
 ERR = re.compile(r"^\[(?:\x1b\[[0-9;]*m)?err(?:\x1b\[[0-9;]*m)?\]: (.*?) in tests/")
 EXC = re.compile(r"\[(?:\x1b\[[0-9;]*m)?exception(?:\x1b\[[0-9;]*m)?\]: (.*)$")
