@@ -153,9 +153,30 @@ def test_config_set_save_and_maxmemory_clients_as_redis(c):
     assert c.command("CONFIG", "SET", "maxmemory-clients", "0") == "OK"
 
 
+def test_config_set_bind_listens_again_and_a_bad_address_changes_nothing(fresh_server):
+    """Redis's changeBindAddr: an address that cannot be listened on fails
+    with Redis's text and the server still listens where it did; a good
+    one moves the listener (127.0.0.2 is loopback on Linux)."""
+    import socket
+    s = fresh_server()
+    c = s.raw()
+    reply = c.command("CONFIG", "SET", "bind", "999.999.999.999")
+    assert reply == ("error", "ERR CONFIG SET failed (possibly related to argument 'bind') - "
+                              "Failed to bind to specified addresses.")
+    assert c.command("CONFIG", "GET", "bind") == [b"bind", b"127.0.0.1"]
+    socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+    assert c.command("CONFIG", "SET", "bind", "127.0.0.2") == "OK"
+    assert c.command("PING") == "PONG"  # the client that asked stays
+    socket.create_connection(("127.0.0.2", s.port), timeout=5).close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", s.port), timeout=5)
+    assert c.command("CONFIG", "SET", "bind", "127.0.0.1") == "OK"
+    socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+
+
 def test_config_set_of_a_setting_to_its_current_value(c):
     # Redis's "CONFIG sanity" test sets every setting to its own value: port
-    # and bind (this server cannot change bind) take their current value;
+    # and bind take their current value;
     # a setting Redis itself declares immutable refuses any value.
     port = c.command("CONFIG", "GET", "port")[1]
     bind = c.command("CONFIG", "GET", "bind")[1]

@@ -402,12 +402,14 @@ def test_a_replica_leaves_expiry_to_its_master(pair):
     master, replica = pair
     m, r = master.client(db=9), replica.client(db=9)
     m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
-    m.set("k", "1", px=400)
+    # The INCR must reach the master before the key expires there (else it
+    # makes a new key without a TTL): a second of room for a loaded machine.
+    m.set("k", "1", px=1500)
     wait_until(lambda: in_sync(m, r), what="the offsets")
     os.kill(replica.proc.pid, signal.SIGSTOP)
     try:
-        m.incr("k")
-        time.sleep(0.5)
+        assert m.incr("k") == 2 and m.pttl("k") > 0
+        time.sleep(1.6)
     finally:
         os.kill(replica.proc.pid, signal.SIGCONT)
     wait_until(lambda: in_sync(m, r), what="the offsets")
@@ -507,3 +509,46 @@ def test_role_shows_the_handshake_while_the_master_keeps_psync_waiting(fresh_ser
         r.replicaof("NO", "ONE")
         conn.close()
         listener.close()
+
+
+def test_bind_source_addr_is_the_address_the_link_comes_from(fresh_server):
+    # Protected mode takes 127.0.0.1 and ::1 alone for loopback, as Redis's.
+    master = fresh_server(args=["--repl-diskless-sync-delay", "0", "--protected-mode", "no"])
+    replica = fresh_server()
+    r = replica.client()
+    r.config_set("bind-source-addr", "127.0.0.2")
+    r.replicaof("127.0.0.1", master.port)
+    wait_until(lambda: link_up(r), what="the link")
+    assert master.client().info("replication")["slave0"]["ip"] == "127.0.0.2"
+
+
+def test_the_snapshot_keeps_keys_that_expired_for_the_masters_del(fresh_server):
+    """An expired key the master has not deleted yet is in its RDB, and the
+    replica keeps it (Redis's loader drops expired keys only on a master)
+    until the master's DEL."""
+    args = ["--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes"]
+    master, replica = fresh_server(args=args), fresh_server(args=args)
+    m, r = master.client(), replica.client()
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    m.set("gone", "1", px=50)
+    m.set("kept", "1")
+    time.sleep(0.1)
+    r.replicaof("127.0.0.1", master.port)
+    wait_until(lambda: link_up(r), what="the link")
+    assert r.dbsize() == 2 and r.exists("gone") == 0
+    assert m.get("gone") is None
+    wait_until(lambda: r.dbsize() == 1, what="the master's DEL")
+
+
+def test_a_transaction_of_the_master_reaches_a_chained_replica_whole(pair, fresh_server):
+    master, replica = pair
+    chained = fresh_server()
+    c = chained.client()
+    c.replicaof("127.0.0.1", replica.port)
+    wait_until(lambda: link_up(c), what="the chained link")
+    with master.client().pipeline(transaction=True) as p:
+        p.set("a", "1").incr("a").rpush("l", "x")
+        p.execute()
+    wait_until(lambda: in_sync(master.client(), c), what="the chained replica's offset")
+    assert c.get("a") == b"2" and c.lrange("l", 0, -1) == [b"x"]
+    assert replica.client().info("replication")["master_repl_offset"] == c.info("replication")["master_repl_offset"]

@@ -87,6 +87,10 @@ private func sync(_ ctx: CommandContext, psync: Bool) throws {
     guard !c.isReplica, !c.isMonitor else { return }
     if psync { _ = try ctx.integer(2) }
     guard c.pendingOutput == 0 else { throw ReplyError("ERR SYNC and PSYNC are invalid with pending output") }
+    // A replica without its master has nothing current to hand on (Redis's syncCommand).
+    if let link = ctx.server.replicaLink, link.state != .connected {
+        throw ReplyError("NOMASTERLINK Can't SYNC while not connected with my master")
+    }
     ctx.server.attachReplica(c, fullResync: psync)
 }
 

@@ -9,11 +9,9 @@ extension ServerConfig {
     /// come first, so a directive of this server's by the same name wins.
     static let directives: [ConfigDirective] = redisAcceptedDirectives + [
         .integer("port", \.port, 0...65535, live: true),
-        ConfigDirective(name: "bind", words: true, apply: { config, args, _ in
-            guard !args.isEmpty else { throw ConfigError("'bind' needs at least one address") }
-            for address in args where SocketAddress(host: address.hasPrefix("-") ? String(address.dropFirst()) : address, port: 0) == nil {
-                throw ConfigError("invalid bind address '\(address)'")
-            }
+        // Live: CONFIG SET bind listens again (an address that cannot be
+        // had fails there, with Redis's text); none listens on nothing.
+        ConfigDirective(name: "bind", live: true, words: true, apply: { config, args, _ in
             config.bind = args.map { $0.hasPrefix("-") ? String($0.dropFirst()) : $0 }
         }, render: { $0.bind.joined(separator: " ") }),
         .text("dir", \.dir),

@@ -83,7 +83,9 @@ extension Server {
         let now = Self.nowMilliseconds()
         var loaded = 0, expired = 0
         for entry in file.entries {
-            if let at = entry.expiresAt, at <= now {
+            // A replica keeps what expired for its master's DEL (Redis
+            // skips expired keys only if it is a master).
+            if replicaLink == nil, let at = entry.expiresAt, at <= now {
                 expired += 1
                 continue
             }

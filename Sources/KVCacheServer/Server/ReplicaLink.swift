@@ -38,6 +38,9 @@ final class ReplicaLink {
     var connection: Connection?
     /// The stream's offset applied so far (INFO's `slave_repl_offset`).
     var offset = 0
+    /// The stream's bytes of a MULTI not yet at its EXEC: counted and
+    /// passed on to the feeds with it.
+    var heldStream: [UInt8] = []
     /// When the master last sent something, and when the last ACK went.
     var lastIO: Int64 = 0
     var lastAck: Int64 = 0
@@ -62,6 +65,8 @@ final class MasterSync: @unchecked Sendable {
         var user: String
         var password: String
         var timeoutMilliseconds: Int
+        /// `bind-source-addr`: the address the link connects from ("": any).
+        var sourceAddress = ""
     }
 
     enum Outcome {
@@ -126,7 +131,8 @@ final class MasterSync: @unchecked Sendable {
 
     private static func run(_ settings: Settings, progress: (Int) -> Void) -> Outcome {
         let timeout = settings.timeoutMilliseconds
-        guard let socket = SyncSocket.connect(host: settings.host, port: settings.port, timeout: timeout) else {
+        guard let socket = SyncSocket.connect(host: settings.host, port: settings.port, timeout: timeout,
+                                              source: settings.sourceAddress) else {
             return .failed("Error condition on socket for SYNC: Connection refused")
         }
         progress(-1)
@@ -239,6 +245,8 @@ extension Server {
         config.replicaOf = nil
         replicaWrittenKeys.removeAll()
         holdExpiryIfNeeded()
+        // The feeds followed the master's stream: the next op selects anew.
+        replication.selected = nil
         link.sync?.abandon()
         if let master = link.connection { close(master) }
         previousReplicationID = replicationID
@@ -260,7 +268,7 @@ extension Server {
             link.sync = MasterSync(MasterSync.Settings(
                 host: link.host, port: link.port, listeningPort: config.port,
                 user: config.acceptedSettings["masteruser"] ?? "", password: config.acceptedSettings["masterauth"] ?? "",
-                timeoutMilliseconds: replicationTimeout))
+                timeoutMilliseconds: replicationTimeout, sourceAddress: config.acceptedSettings["bind-source-addr"] ?? ""))
             logger.notice("MASTER <-> REPLICA sync started")
         case .connecting:
             guard let outcome = link.sync?.take() else { return }
@@ -293,6 +301,8 @@ extension Server {
         do {
             let file = try RDBFile(rdb, limits: config.encodingLimits, checksum: true)
             streamDatabase = file.streamDatabase
+            // Feeds of the data being replaced resynchronize (Redis's disconnectSlaves).
+            for replica in openReplicas { close(replica) }
             logger.notice("MASTER <-> REPLICA sync: Flushing old data")
             let (loaded, _) = try importRDB(file, source: "the master's RDB")
             logger.notice("MASTER <-> REPLICA sync: Loading DB in memory (\(loaded) keys)")
@@ -337,6 +347,7 @@ extension Server {
         if let id { self.replicationID = id }
         link.connection = master
         link.offset = offset
+        link.heldStream = []
         link.state = .connected
         link.lastIO = now
         logger.notice("MASTER <-> REPLICA sync: Finished with success")
@@ -373,7 +384,7 @@ extension Server {
     /// key absent but leaves it (Redis's expireIfNeeded with a master), as
     /// during CLIENT PAUSE. The hold is on while either is.
     func holdExpiryIfNeeded() {
-        registry.accessTracking.expiryHeld = replicaLink != nil || pauseType != .off
+        registry.accessTracking.expiryHeld = replicaLink != nil || pauseType != .off || shutdownDeadline != 0
     }
 
     /// A client's write on a writable replica: its keys are watched, so those

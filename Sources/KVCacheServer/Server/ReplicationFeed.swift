@@ -135,6 +135,11 @@ extension Server {
     /// The numbered caches' keys, encoded for an RDB (named caches are
     /// not Redis databases and are left out).
     private func snapshotDatabases() -> [(index: Int, keys: [UInt8])] {
+        // Keys that expired but are not yet deleted go too, as in Redis's
+        // RDB: the replica's load decides (a replica keeps them for its
+        // master's DEL, a master drops them).
+        registry.accessTracking.expiryIgnored = true
+        defer { registry.accessTracking.expiryIgnored = false }
         var databases: [(index: Int, keys: [UInt8])] = []
         let caches = registry.openAllKnown().filter { $0.openError == nil && $0.databaseIndex != nil }
         for cache in caches.sorted(by: { $0.databaseIndex! < $1.databaseIndex! }) {
@@ -267,9 +272,9 @@ extension Server {
 
     /// A replica passes the bytes of its master's stream it has applied to
     /// its own feeds, as they came.
-    func forwardMasterStream(_ bytes: UnsafeRawBufferPointer) {
+    func forwardMasterStream(_ bytes: [UInt8]) {
         guard replicationFeeding, !bytes.isEmpty else { return }
-        sendToReplicas(Array(bytes), forwarded: true)
+        sendToReplicas(bytes, forwarded: true)
     }
 
     /// The stream's PING every `repl-ping-replica-period` seconds (Redis's
@@ -281,6 +286,9 @@ extension Server {
         RESPEncoder.bulkArray([Array("PING".utf8)], into: &ping)
         sendToReplicas(ping)
     }
+
+    /// The stream's offset: on a replica its master's (which its feeds get and acknowledge).
+    var streamOffset: Int { replicaLink?.offset ?? replication.offset }
 
     /// The feeds still open (ROLE and INFO list these).
     var openReplicas: [Connection] { replication.replicas.filter { !$0.closed } }

@@ -159,6 +159,46 @@ extension Server {
         logger.notice("Listening on \(listeningAddresses.joined(separator: ", "))")
     }
 
+    /// CONFIG SET bind: listens on `hosts` (the plain and the TLS port) in
+    /// place of the listeners. The old sockets close first (an address
+    /// may overlap a new one); when a new one cannot be had, the old
+    /// addresses are listened on again and the error names the failure
+    /// (Redis's changeBindAddr). Clients already connected stay.
+    /// - Throws: `ConfigError` with Redis's text.
+    func rebindAddresses(_ hosts: [String]) throws {
+        func open(_ hosts: [String]) throws -> [(fd: Int32, address: SocketAddress, tls: Bool)] {
+            var opened: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
+            for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
+                for host in hosts {
+                    do {
+                        let (fd, bound) = try Self.openListener(host: host, port: port) { "could not listen on \($0): \($1)" }
+                        opened.append((fd, bound, tls))
+                    } catch {
+                        for listener in opened { Glibc.close(listener.fd) }
+                        throw error
+                    }
+                }
+            }
+            return opened
+        }
+        let paused = listenersPausedUntil != nil
+        for listener in listeners {
+            if !paused { epoll.remove(listener.fd) }
+            Glibc.close(listener.fd)
+        }
+        var failure: Error?
+        do {
+            listeners = try open(hosts)
+        } catch {
+            failure = error
+            logger.warning("Failed to bind to \(hosts.joined(separator: " ")): \(error)")
+            listeners = (try? open(config.bind)) ?? []
+        }
+        if !paused { watchListeners() }
+        logger.notice("Listening on \(listeningAddresses.joined(separator: ", "))")
+        if failure != nil { throw ConfigError("Failed to bind to specified addresses.") }
+    }
+
     var requestLimits: RequestLimits {
         RequestLimits(maxBulkLength: config.protoMaxBulkLen)
     }

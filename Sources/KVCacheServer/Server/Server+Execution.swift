@@ -102,7 +102,17 @@ extension Server {
         connection.input.consume { buffer in
             var index = 0
             var accounted = 0
-            defer { link?.offset += index - accounted }
+            defer {
+                // Bytes consumed but not counted: a transaction still open
+                // (held for its EXEC), or what a protocol error dropped.
+                if let link, index > accounted {
+                    if connection.transaction != nil {
+                        link.heldStream.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[accounted..<index]))
+                    } else {
+                        link.offset += index - accounted
+                    }
+                }
+            }
             while !connection.closeAfterReply && !connection.closed && connection.parked == nil && connection.blocked == nil
                     && connection.postponed == nil {
                 let request: RequestParser.Request?
@@ -125,9 +135,14 @@ extension Server {
                 case .inline(let words):
                     Arguments.withCopy(of: words) { execute($0, for: connection) }
                 }
-                if let link {
-                    link.offset += index - accounted
-                    forwardMasterStream(UnsafeRawBufferPointer(rebasing: buffer[accounted..<index]))
+                // A transaction counts and goes on whole, at its EXEC (Redis's
+                // commandProcessed: not while the client is in MULTI).
+                if let link, connection.transaction == nil {
+                    var bytes = link.heldStream
+                    link.heldStream = []
+                    bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[accounted..<index]))
+                    link.offset += bytes.count
+                    forwardMasterStream(bytes)
                     accounted = index
                 }
             }
@@ -251,7 +266,9 @@ extension Server {
             connection.replySimple("QUEUED")
             return
         }
-        if !persistence.replaying && needsRoom(command, connection) && persistence.memtableFull {
+        // The master's stream is never parked: its bytes are counted and
+        // passed on as they are consumed, and it must not time out.
+        if !persistence.replaying && !connection.isMaster && needsRoom(command, connection) && persistence.memtableFull {
             // The writer is behind: the write waits (and the client's next
             // requests behind it) until it frees room.
             connection.parked = (args.copies, Self.nowMilliseconds())

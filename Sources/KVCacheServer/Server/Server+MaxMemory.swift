@@ -70,7 +70,7 @@ extension Server {
         guard limit > 0 else { return }
         var total = 0
         var evictable: [(memory: Int, connection: Connection)] = []
-        for case let connection? in connections where !connection.closed && !connection.isReplica {
+        for case let connection? in connections where !connection.closed && !connection.isReplica && !connection.isMaster {
             let memory = connection.memoryUsage
             total += memory
             if !connection.noEvict { evictable.append((memory, connection)) }

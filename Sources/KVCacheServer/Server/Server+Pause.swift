@@ -44,7 +44,10 @@ extension Server {
 
     /// Whether `command` must wait while clients are paused.
     func isPaused(_ command: Command, _ connection: Connection, _ args: Arguments) -> Bool {
-        switch pauseType {
+        // The master's stream is never held; a shutdown waiting for replicas
+        // holds writes apart from CLIENT PAUSE (Redis's PAUSE_DURING_SHUTDOWN).
+        if connection.isMaster { return false }
+        switch max(pauseType, shutdownDeadline != 0 ? .write : .off) {
         case .off: return false
         case .all: return true
         case .write:

@@ -96,8 +96,10 @@ extension Server {
         }
         if config.timeout > 0 {
             let limit = Int64(config.timeout) * 1000
-            // Replicas are not idle clients (Redis skips CLIENT_SLAVE).
-            for connection in connections.compactMap({ $0 }) where now - connection.lastInteraction > limit && !connection.isReplica {
+            // Replicas and the master's link are not idle clients (Redis
+            // skips CLIENT_SLAVE and CLIENT_MASTER).
+            for connection in connections.compactMap({ $0 })
+            where now - connection.lastInteraction > limit && !connection.isReplica && !connection.isMaster {
                 logger.verbose("Closing idle client \(connection.peer)")
                 close(connection)
             }

@@ -25,7 +25,7 @@ extension Server {
         if shutdownDeadline == 0 {
             shutdownDeadline = Self.nowMilliseconds() + Int64(config.shutdownTimeout) * 1000
             requestAcks()
-            pauseClients(until: Int64.max, type: .write)
+            holdExpiryIfNeeded()  // writes wait (isPaused), and no key expires meanwhile
             logger.notice("Waiting for replicas before shutting down.")
         }
         if let client, let command = commands.lookup(Array("shutdown".utf8)) {
@@ -38,7 +38,7 @@ extension Server {
     }
 
     /// Every feed acknowledged the whole stream (Redis's isReadyToShutdown).
-    var replicasInSync: Bool { openReplicas.allSatisfy { $0.replicaAckOffset >= replication.offset } }
+    var replicasInSync: Bool { openReplicas.allSatisfy { $0.replicaAckOffset >= streamOffset } }
 
     /// A waiting shutdown goes on once the replicas are in sync or its time
     /// is up (from the cron and on each ACK).
@@ -60,7 +60,9 @@ extension Server {
             queueReplies(client)
         }
         shutdownWaiters.removeAll()
-        unpauseClients()
+        holdExpiryIfNeeded()
+        // The writes it held go on, unless CLIENT PAUSE still holds them.
+        if pauseType == .off { unpauseClients() }
         return true
     }
 
@@ -76,9 +78,9 @@ extension Server {
         let replicas = openReplicas
         let now = Self.nowMilliseconds()
         var lagging = 0
-        for replica in replicas where replica.replicaAckOffset < replication.offset {
+        for replica in replicas where replica.replicaAckOffset < streamOffset {
             lagging += 1
-            logger.warning("Lagging replica \(replica.peer) reported offset \(replication.offset - replica.replicaAckOffset) "
+            logger.warning("Lagging replica \(replica.peer) reported offset \(streamOffset - replica.replicaAckOffset) "
                 + "behind master, lag=\((now - replica.replicaAckTime) / 1000), state=online.")
         }
         if !replicas.isEmpty {

@@ -365,6 +365,13 @@ public final class Server {
                 throw ReplyError("ERR CONFIG SET failed (possibly related to argument 'port') - \(error.description)")
             }
         }
+        if newConfig.bind != config.bind {
+            do {
+                try rebindAddresses(newConfig.bind)
+            } catch let error as ConfigError {
+                throw ReplyError("ERR CONFIG SET failed (possibly related to argument 'bind') - \(error.description)")
+            }
+        }
         if newConfig.appendOnly != config.appendOnly {
             try persistence.setAppendOnly(newConfig.appendOnly, config: newConfig)
         }

@@ -26,7 +26,10 @@ final class SyncSocket {
     /// Connects to `host` (a name or a numeric address) and `port`
     /// within `timeout` milliseconds; nil when the name does not resolve
     /// or the connection times out.
-    static func connect(host: String, port: Int, timeout: Int) -> SyncSocket? {
+    /// - Parameter source: the local address to connect from (Redis's
+    ///   bind-source-addr), for a destination of its family.
+    static func connect(host: String, port: Int, timeout: Int, source: String? = nil) -> SyncSocket? {
+        let from = source.flatMap { $0.isEmpty ? nil : SocketAddress(host: $0, port: 0) }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -39,6 +42,8 @@ final class SyncSocket {
             let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | kv_SOCK_NONBLOCK | kv_SOCK_CLOEXEC, 0)
             guard fd >= 0 else { continue }
             let socket = SyncSocket(fd: fd)
+            if let from, from.domain == info.pointee.ai_family,
+               from.withSockAddr({ Glibc.bind(fd, $0, $1) }) != 0 { continue }
             if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return socket }
             // As Redis's connBlockingConnect: done once the socket polls
             // ready; a refused connection shows at the first write.

@@ -47,7 +47,7 @@ extension CacheEngine {
 
     /// Every live key, in digest order.
     public func keys() throws(SQLiteKVCache.Error) -> [[UInt8]] {
-        let now = nowMilliseconds()
+        let now = expiryNow()
         var found: [(KeyDigest, [UInt8])] = []
         found.reserveCapacity(min(totals.count, 1 << 20))
         var seen = Set<KeyDigest>()
