@@ -295,6 +295,11 @@ def test_kvcache_and_redis_server_replicate_either_way(fresh_server, real_redis,
     wait_until(lambda: in_sync(m, r), what="the offsets")
     assert r.lindex("l", 0) == b"new" and r.hexists("h", "f0") == 0
     assert m.wait(1, 5000) == 1
+    # A dropped link continues from the master's backlog either way.
+    m.execute_command("CLIENT", "KILL", "TYPE", "replica")
+    m.set("during-drop", "x")
+    wait_until(lambda: link_up(r) and r.get("during-drop") == b"x", timeout=20, what="the link to come back")
+    assert m.info("stats")["sync_partial_ok"] == 1
 
 
 def paused_replica_behind(pair):
@@ -552,3 +557,27 @@ def test_a_transaction_of_the_master_reaches_a_chained_replica_whole(pair, fresh
     wait_until(lambda: in_sync(master.client(), c), what="the chained replica's offset")
     assert c.get("a") == b"2" and c.lrange("l", 0, -1) == [b"x"]
     assert replica.client().info("replication")["master_repl_offset"] == c.info("replication")["master_repl_offset"]
+
+
+def test_a_lost_link_continues_from_the_backlog(pair):
+    """The link drops; the replica asks PSYNC <replid> <offset+1> and the
+    master continues from its backlog: +CONTINUE, no new RDB, the writes
+    made meanwhile arrive, and INFO counts a partial sync."""
+    master, replica = pair
+    m, r = master.client(), replica.client()
+    m.set("before-drop", "1")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert m.info("stats")["sync_full"] == 1
+    info = m.info("replication")
+    assert info["repl_backlog_active"] == 1 and info["repl_backlog_histlen"] > 0
+    m.execute_command("CLIENT", "KILL", "TYPE", "replica")
+    m.set("during-drop", "2")
+    master.client(db=4).set("elsewhere", "3")
+    wait_until(lambda: link_up(r) and r.get("during-drop") == b"2", what="the link to come back")
+    wait_until(lambda: in_sync(m, r), what="the offsets")
+    assert replica.client(db=4).get("elsewhere") == b"3"
+    assert r.get("before-drop") == b"1"
+    stats = m.info("stats")
+    assert stats["sync_partial_ok"] == 1 and stats["sync_full"] == 1
+    m.set("after", "4")
+    wait_until(lambda: r.get("after") == b"4", what="the stream after the continuation")

@@ -85,12 +85,13 @@ private func sync(_ ctx: CommandContext, psync: Bool) throws {
     let c = ctx.connection
     // Ignored from a replica or a monitor, as Redis.
     guard !c.isReplica, !c.isMonitor else { return }
-    if psync { _ = try ctx.integer(2) }
+    let offset = psync ? try ctx.integer(2) : -1
     guard c.pendingOutput == 0 else { throw ReplyError("ERR SYNC and PSYNC are invalid with pending output") }
     // A replica without its master has nothing current to hand on (Redis's syncCommand).
     if let link = ctx.server.replicaLink, link.state != .connected {
         throw ReplyError("NOMASTERLINK Can't SYNC while not connected with my master")
     }
+    if psync && ctx.server.continueReplica(c, replicationID: ctx.text(1), offset: Int(offset)) { return }
     ctx.server.attachReplica(c, fullResync: psync)
 }
 

@@ -41,6 +41,9 @@ final class ReplicaLink {
     /// The stream's bytes of a MULTI not yet at its EXEC: counted and
     /// passed on to the feeds with it.
     var heldStream: [UInt8] = []
+    /// After a lost link: the database the stream had selected, for a
+    /// partial resynchronization to go on in (Redis's cached master).
+    var resumeCache: OpenCache?
     /// When the master last sent something, and when the last ACK went.
     var lastIO: Int64 = 0
     var lastAck: Int64 = 0
@@ -67,11 +70,25 @@ final class MasterSync: @unchecked Sendable {
         var timeoutMilliseconds: Int
         /// `bind-source-addr`: the address the link connects from ("": any).
         var sourceAddress = ""
+        /// The stream to continue (its replid and the next offset wanted):
+        /// PSYNC asks for it before a full resynchronization.
+        var resume: (id: String, offset: Int)?
     }
 
     enum Outcome {
         case synced(fd: Int32, rdb: [UInt8], buffered: [UInt8], replicationID: String?, offset: Int)
+        /// +CONTINUE: the stream goes on from the resumed offset (under a
+        /// new replid when the master names one).
+        case continued(fd: Int32, buffered: [UInt8], replicationID: String?)
         case failed(String)
+
+        /// The master's socket an outcome holds (closed if nobody takes it).
+        var socket: Int32? {
+            switch self {
+            case .synced(let fd, _, _, _, _), .continued(let fd, _, _): return fd
+            case .failed: return nil
+            }
+        }
     }
 
     private let lock = NSLock()
@@ -95,7 +112,7 @@ final class MasterSync: @unchecked Sendable {
                 }
             })
             lock.withLock {
-                if abandoned, case .synced(let fd, _, _, _, _) = result {
+                if abandoned, let fd = result.socket {
                     Glibc.close(fd)
                 } else {
                     outcome = result
@@ -124,7 +141,7 @@ final class MasterSync: @unchecked Sendable {
     func abandon() {
         lock.withLock {
             abandoned = true
-            if case .synced(let fd, _, _, _, _) = outcome { Glibc.close(fd) }
+            if let fd = outcome?.socket { Glibc.close(fd) }
             outcome = nil
         }
     }
@@ -161,12 +178,20 @@ final class MasterSync: @unchecked Sendable {
         }
         var replicationID: String?
         var offset = 0
-        guard var psync = command("PSYNC", "?", "-1") else { return .failed("Timeout reading the PSYNC reply") }
+        let resume = settings.resume
+        guard var psync = command("PSYNC", resume?.id ?? "?", resume.map { String($0.offset) } ?? "-1") else {
+            return .failed("Timeout reading the PSYNC reply")
+        }
         // A master keeps the link alive with newlines until it answers
         // (a diskless one waits repl-diskless-sync-delay first).
         while psync.isEmpty {
             guard let line = socket.readLine(timeout: timeout) else { return .failed("Timeout reading the PSYNC reply") }
             psync = String(decoding: line, as: UTF8.self)
+        }
+        if psync.hasPrefix("+CONTINUE"), resume != nil {
+            let words = psync.split(separator: " ")
+            let (fd, buffered) = socket.detach()
+            return .continued(fd: fd, buffered: buffered, replicationID: words.count >= 2 ? String(words[1]) : nil)
         }
         if psync.hasPrefix("+FULLRESYNC") {
             let words = psync.split(separator: " ")
@@ -268,7 +293,8 @@ extension Server {
             link.sync = MasterSync(MasterSync.Settings(
                 host: link.host, port: link.port, listeningPort: config.port,
                 user: config.acceptedSettings["masteruser"] ?? "", password: config.acceptedSettings["masterauth"] ?? "",
-                timeoutMilliseconds: replicationTimeout, sourceAddress: config.acceptedSettings["bind-source-addr"] ?? ""))
+                timeoutMilliseconds: replicationTimeout, sourceAddress: config.acceptedSettings["bind-source-addr"] ?? "",
+                resume: link.resumeCache != nil ? (replicationID, link.offset + 1) : nil))
             logger.notice("MASTER <-> REPLICA sync started")
         case .connecting:
             guard let outcome = link.sync?.take() else { return }
@@ -280,6 +306,8 @@ extension Server {
                 link.nextAttempt = now + 1000
             case .synced(let fd, let rdb, let buffered, let id, let offset):
                 finishSync(link, fd: fd, rdb: rdb, buffered: buffered, replicationID: id, offset: offset, now: now)
+            case .continued(let fd, let buffered, let id):
+                continueSync(link, fd: fd, buffered: buffered, replicationID: id, now: now)
             }
         case .connected:
             if now - link.lastIO > Int64(replicationTimeout), let master = link.connection {
@@ -329,6 +357,42 @@ extension Server {
             link.nextAttempt = now + 1000
             return
         }
+        if let id { self.replicationID = id }
+        // The stream's offsets go on from the master's, into a new backlog.
+        link.offset = offset
+        replication.offset = offset
+        replication.backlog = ReplicationBacklog(after: offset, capacity: Int(config.acceptedSettings["repl-backlog-size"] ?? "")
+                                                     ?? 1_048_576)
+        adoptMaster(link, fd: fd, cache: cache, buffered: buffered, now: now)
+        logger.notice("MASTER <-> REPLICA sync: Finished with success")
+    }
+
+    /// +CONTINUE: the data stays, and the stream goes on from where the lost
+    /// link left it, in the database it had selected (Redis's
+    /// replicationResurrectCachedMaster). A new replid shifts the old one to
+    /// replid2, as Redis's.
+    private func continueSync(_ link: ReplicaLink, fd: Int32, buffered: [UInt8], replicationID id: String?, now: Int64) {
+        logger.notice("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
+        if let id, id != replicationID {
+            logger.notice("Master replication ID changed to \(id)")
+            previousReplicationID = replicationID
+            secondReplicationOffset = link.offset + 1
+            replicationID = id
+        }
+        let cache = link.resumeCache ?? (try? registry.firstCache())
+        guard let cache else {
+            Posix.close(fd)
+            link.state = .connect
+            link.nextAttempt = now + 1000
+            return
+        }
+        adoptMaster(link, fd: fd, cache: cache, buffered: buffered, now: now)
+        logger.notice("Successful partial resynchronization with master.")
+    }
+
+    /// The master's socket becomes the master's client, in `cache`; what
+    /// came after the handshake is applied at once.
+    private func adoptMaster(_ link: ReplicaLink, fd: Int32, cache: OpenCache, buffered: [UInt8], now: Int64) {
         generation = generation == 0x7fff_ffff ? 1 : generation + 1
         let token = UInt64(generation) << 32 | UInt64(UInt32(fd))
         let master = Connection(id: nextClientID, fd: fd, token: token, peer: Posix.peerAddress(fd),
@@ -344,13 +408,11 @@ extension Server {
             link.nextAttempt = now + 1000
             return
         }
-        if let id { self.replicationID = id }
         link.connection = master
-        link.offset = offset
+        link.resumeCache = nil
         link.heldStream = []
         link.state = .connected
         link.lastIO = now
-        logger.notice("MASTER <-> REPLICA sync: Finished with success")
         // The first ACK at once: a diskless master starts the stream on it.
         sendAck(link, now: now)
         if !buffered.isEmpty {
@@ -372,6 +434,9 @@ extension Server {
     func masterLost(_ connection: Connection) {
         guard let link = replicaLink, link.connection === connection else { return }
         logger.notice("Connection with master lost.")
+        logger.notice("Caching the disconnected master state.")
+        link.resumeCache = connection.cache
+        link.heldStream = []
         link.connection = nil
         link.state = .connect
         link.downSince = Self.nowMilliseconds()

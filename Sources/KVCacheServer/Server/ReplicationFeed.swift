@@ -14,6 +14,38 @@ import RESP
 /// Commands record their propagation while they run (Redis's
 /// `server.also_propagate`); the outermost command hands the collected ops
 /// to the feeds when it ends (`propagatePendingCommands`).
+/// The stream's last bytes (at least `capacity` of them, once that many
+/// went out), with the offset of the first: Redis's replication backlog.
+struct ReplicationBacklog {
+    private(set) var bytes: [UInt8] = []
+    /// The stream offset of `bytes[0]` (the stream's bytes count from 1).
+    private(set) var firstOffset: Int
+    var capacity: Int
+
+    init(after offset: Int, capacity: Int) {
+        firstOffset = offset + 1
+        self.capacity = max(capacity, 16 * 1024)
+    }
+
+    /// Appends what went out; past twice the capacity the oldest go, down
+    /// to the capacity (so trimming costs O(1) a byte).
+    mutating func append(_ data: [UInt8]) {
+        bytes.append(contentsOf: data)
+        if bytes.count > 2 * capacity {
+            let dropped = bytes.count - capacity
+            bytes.removeFirst(dropped)
+            firstOffset += dropped
+        }
+    }
+
+    /// The bytes from stream offset `offset` on, if the backlog holds them
+    /// (`offset` one past the end: none, which is a valid continuation).
+    func bytes(from offset: Int) -> ArraySlice<UInt8>? {
+        guard offset >= firstOffset, offset <= firstOffset + bytes.count else { return nil }
+        return bytes[(offset - firstOffset)...]
+    }
+}
+
 final class ReplicationFeed {
     /// The connections that ran SYNC (Redis's `server.slaves`).
     var replicas: [Connection] = []
@@ -30,6 +62,12 @@ final class ReplicationFeed {
     var offset = 0
     /// When the stream last had a PING (milliseconds).
     var lastPing: Int64 = 0
+    /// The stream's last bytes, for a replica that reconnects to continue
+    /// from where it was (Redis's repl_backlog): made when the first feed
+    /// attaches (or a replica syncs), kept from then on.
+    var backlog: ReplicationBacklog?
+    /// Redis's sync_full, sync_partial_ok and sync_partial_err.
+    var fullSyncs = 0, partialSyncs = 0, refusedPartialSyncs = 0
     /// Changes that are not to data (FUNCTION LOAD, DELETE, FLUSH,
     /// RESTORE), counted beside the store's so they propagate too (they
     /// raise Redis's `server.dirty`).
@@ -109,6 +147,42 @@ extension Server {
     /// to what it sends later are dropped; REPLCONF ACK is ignored, as
     /// Redis). The snapshot is made on the loop, in one go: Redis forks for
     /// it, here the other clients wait while it is made.
+    /// PSYNC replid offset: continues the stream from `offset` when it is
+        /// this stream (or the one before a promotion, up to where it ended)
+        /// and the backlog still holds it (Redis's masterTryPartialResynchronization).
+        /// - Returns: whether it did (+CONTINUE, then the backlog's bytes).
+    func continueReplica(_ connection: Connection, replicationID id: String, offset: Int) -> Bool {
+        let known = id == replicationID || (id == previousReplicationID && offset <= secondReplicationOffset)
+        guard known, let backlog = replication.backlog, let missing = backlog.bytes(from: offset),
+              replicaLink == nil || replicaLink?.state == .connected else {
+            if id != "?" { replication.refusedPartialSyncs += 1 }
+            return false
+        }
+        connection.replySimple("CONTINUE \(replicationID)")
+        connection.output.append(contentsOf: missing)
+        makeFeed(connection)
+        replication.partialSyncs += 1
+        logger.notice("Partial resynchronization request from \(connection.peer) accepted. Sending \(missing.count) bytes "
+            + "of backlog starting from offset \(offset).")
+        return true
+    }
+
+    /// `connection` is a feed of the stream from now on (replies off).
+    private func makeFeed(_ connection: Connection) {
+        connection.isReplica = true
+        connection.replicaAckTime = Self.nowMilliseconds()
+        connection.replyOff = true
+        replication.replicas.append(connection)
+        // A new feed starts with no database selected (Redis resets slaveseldb).
+        replication.selected = nil
+        if replication.replicas.count == 1 { replication.lastPing = Self.nowMilliseconds() }
+        if replication.backlog == nil {
+            let size = Int(config.acceptedSettings["repl-backlog-size"] ?? "") ?? 1_048_576
+            replication.backlog = ReplicationBacklog(after: replication.offset, capacity: size)
+        }
+        replicationFeeding = true
+    }
+
     func attachReplica(_ connection: Connection, fullResync: Bool) {
         // A replica's feed gets its master's stream as it comes (see
         // `forwardMasterStream`): its offset, and the database that stream
@@ -121,14 +195,8 @@ extension Server {
         }
         connection.output.append(contentsOf: Array("$\(payload.count)\r\n".utf8))
         connection.output.append(contentsOf: payload)
-        connection.isReplica = true
-        connection.replicaAckTime = Self.nowMilliseconds()
-        connection.replyOff = true
-        replication.replicas.append(connection)
-        // A new feed starts with no database selected (Redis resets slaveseldb).
-        replication.selected = nil
-        if replication.replicas.count == 1 { replication.lastPing = Self.nowMilliseconds() }
-        replicationFeeding = true
+        makeFeed(connection)
+        replication.fullSyncs += 1
         logger.verbose("Replica \(connection.peer) asks for synchronization: streaming writes from now on")
     }
 
@@ -161,7 +229,9 @@ extension Server {
     /// Removes a closed feed.
     func detachReplica(_ connection: Connection) {
         replication.replicas.removeAll { $0 === connection }
-        replicationFeeding = !replication.replicas.isEmpty
+        // A master keeps its stream going into the backlog, for the
+        // replica that comes back (Redis keeps feeding it without replicas).
+        replicationFeeding = !replication.replicas.isEmpty || (replication.backlog != nil && replicaLink == nil)
         if !replicationFeeding {
             replication.pending.removeAll()
             replication.rewrite = nil
@@ -264,6 +334,7 @@ extension Server {
         // replicationFeedStreamFromMasterStream): nothing of its own.
         guard replicaLink == nil || forwarded else { return }
         replication.offset += bytes.count
+        replication.backlog?.append(bytes)
         for replica in replication.replicas where !replica.closed {
             replica.output.append(contentsOf: bytes)
             queueReplies(replica)
@@ -273,14 +344,15 @@ extension Server {
     /// A replica passes the bytes of its master's stream it has applied to
     /// its own feeds, as they came.
     func forwardMasterStream(_ bytes: [UInt8]) {
-        guard replicationFeeding, !bytes.isEmpty else { return }
-        sendToReplicas(bytes, forwarded: true)
+        guard !bytes.isEmpty else { return }
+        sendToReplicas(bytes, forwarded: true)  // into the backlog even with no feed
     }
 
     /// The stream's PING every `repl-ping-replica-period` seconds (Redis's
     /// replicationCron), sent with no SELECT.
     func replicationCron(now: Int64) {
-        guard replicationFeeding, now - replication.lastPing >= Int64(config.replPingReplicaPeriod) * 1000 else { return }
+        guard replicationFeeding, replicaLink == nil, !replication.replicas.isEmpty,
+              now - replication.lastPing >= Int64(config.replPingReplicaPeriod) * 1000 else { return }
         replication.lastPing = now
         var ping: [UInt8] = []
         RESPEncoder.bulkArray([Array("PING".utf8)], into: &ping)

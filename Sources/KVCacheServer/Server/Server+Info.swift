@@ -89,10 +89,10 @@ extension Server {
                 "master_replid2:\(previousReplicationID)",
                 "master_repl_offset:\(replicaLink?.offset ?? replication.offset)",
                 "second_repl_offset:\(secondReplicationOffset)",
-                "repl_backlog_active:0",
-                "repl_backlog_size:1048576",
-                "repl_backlog_first_byte_offset:0",
-                "repl_backlog_histlen:0",
+                "repl_backlog_active:\(replication.backlog == nil ? 0 : 1)",
+                "repl_backlog_size:\(replication.backlog?.capacity ?? (Int(config.acceptedSettings["repl-backlog-size"] ?? "") ?? 1_048_576))",
+                "repl_backlog_first_byte_offset:\(replication.backlog?.firstOffset ?? 0)",
+                "repl_backlog_histlen:\(replication.backlog?.bytes.count ?? 0)",
             ]
         case "cpu":
             var own = rusage(), children = rusage()
@@ -184,6 +184,9 @@ extension Server {
                 "total_net_input_bytes:\(stats.netInputBytes)",
                 "total_net_output_bytes:\(stats.netOutputBytes)",
                 "rejected_connections:\(stats.rejectedConnections)",
+                "sync_full:\(replication.fullSyncs)",
+                "sync_partial_ok:\(replication.partialSyncs)",
+                "sync_partial_err:\(replication.refusedPartialSyncs)",
                 "expired_keys:\(all.reduce(0) { $0 + $1.expired })",
                 "evicted_keys:\(all.reduce(0) { $0 + $1.evicted })",
                 "evicted_clients:\(stats.evictedClients)",
