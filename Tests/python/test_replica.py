@@ -581,3 +581,13 @@ def test_a_lost_link_continues_from_the_backlog(pair):
     assert stats["sync_partial_ok"] == 1 and stats["sync_full"] == 1
     m.set("after", "4")
     wait_until(lambda: r.get("after") == b"4", what="the stream after the continuation")
+
+
+def test_the_backlog_is_freed_after_repl_backlog_ttl_without_replicas(pair):
+    master, replica = pair
+    m = master.client()
+    m.config_set("repl-backlog-ttl", "1")
+    before = m.info("replication")["master_replid"]
+    assert replica.client().replicaof("NO", "ONE")
+    wait_until(lambda: m.info("replication")["repl_backlog_active"] == 0, what="the backlog to be freed")
+    assert m.info("replication")["master_replid"] != before

@@ -66,6 +66,8 @@ final class ReplicationFeed {
     /// from where it was (Redis's repl_backlog): made when the first feed
     /// attaches (or a replica syncs), kept from then on.
     var backlog: ReplicationBacklog?
+    /// When the last feed went (milliseconds; for repl-backlog-ttl).
+    var noReplicasSince: Int64 = 0
     /// Redis's sync_full, sync_partial_ok and sync_partial_err.
     var fullSyncs = 0, partialSyncs = 0, refusedPartialSyncs = 0
     /// Changes that are not to data (FUNCTION LOAD, DELETE, FLUSH,
@@ -232,6 +234,7 @@ extension Server {
         // A master keeps its stream going into the backlog, for the
         // replica that comes back (Redis keeps feeding it without replicas).
         replicationFeeding = !replication.replicas.isEmpty || (replication.backlog != nil && replicaLink == nil)
+        if replication.replicas.isEmpty { replication.noReplicasSince = Self.nowMilliseconds() }
         if !replicationFeeding {
             replication.pending.removeAll()
             replication.rewrite = nil
@@ -351,12 +354,29 @@ extension Server {
     /// The stream's PING every `repl-ping-replica-period` seconds (Redis's
     /// replicationCron), sent with no SELECT.
     func replicationCron(now: Int64) {
+        freeBacklogIfIdle(now: now)
         guard replicationFeeding, replicaLink == nil, !replication.replicas.isEmpty,
               now - replication.lastPing >= Int64(config.replPingReplicaPeriod) * 1000 else { return }
         replication.lastPing = now
         var ping: [UInt8] = []
         RESPEncoder.bulkArray([Array("PING".utf8)], into: &ping)
         sendToReplicas(ping)
+    }
+
+    /// A master without feeds for `repl-backlog-ttl` seconds (0: never)
+    /// frees its backlog and takes a new replid, so no replica continues a
+    /// stream it can no longer prove (Redis's replicationCron).
+    private func freeBacklogIfIdle(now: Int64) {
+        guard replication.backlog != nil, replicaLink == nil, replication.replicas.isEmpty,
+              let ttl = Int64(config.acceptedSettings["repl-backlog-ttl"] ?? "3600"), ttl > 0,
+              now - replication.noReplicasSince > ttl * 1000 else { return }
+        replication.backlog = nil
+        replicationFeeding = false
+        replication.pending.removeAll()
+        replicationID = Self.randomID()
+        previousReplicationID = String(repeating: "0", count: 40)
+        secondReplicationOffset = -1
+        logger.notice("Replication backlog freed after \(ttl) seconds without connected replicas.")
     }
 
     /// The stream's offset: on a replica its master's (which its feeds get and acknowledge).
