@@ -123,7 +123,8 @@ extension Server {
             // (content bytes over every cache) and the clients' buffers. The
             // process's own memory is used_memory_rss (VmRSS, with mapped
             // file pages) and used_memory_rss_anon (RssAnon).
-            let used = dataBytes + clientBufferBytes + replicaBufferBytes
+            let backlogBytes = replication.backlog?.bytes.count ?? 0
+            let used = dataBytes + clientBufferBytes + replicaBufferBytes + backlogBytes
             peakMemory = max(peakMemory, used)
             let open = registry.open.values.compactMap { $0.statistics() }
             let tierBytes = open.reduce(0) { $0 + $1.tierBytes }
@@ -138,12 +139,12 @@ extension Server {
                 "used_memory_peak_human:\(humanBytes(peakMemory))",
                 "used_memory_dataset:\(dataBytes)",
                 "mem_clients_slaves:\(replicaBufferBytes)",
-                // No backlog is kept (no partial resynchronization): the
-                // replication buffers are the feeds' unsent streams.
-                "mem_total_replication_buffers:\(replicaBufferBytes)",
-                "mem_replication_backlog:0",
+                // The backlog and the feeds' unsent streams (Redis shares
+                // one buffer between them; here each holds its own).
+                "mem_total_replication_buffers:\(replicaBufferBytes + backlogBytes)",
+                "mem_replication_backlog:\(backlogBytes)",
                 "mem_clients_normal:\(clientBufferBytes)",
-                "mem_not_counted_for_evict:\(replicaBufferBytes)",
+                "mem_not_counted_for_evict:\(replicaBufferBytes + backlogBytes)",
                 "total_system_memory:\(Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE))))",
                 "maxmemory:\(config.maxMemory)",
                 "maxmemory_human:\(humanBytes(config.maxMemory))",
