@@ -579,6 +579,8 @@ def test_a_lost_link_continues_from_the_backlog(pair):
     assert r.get("before-drop") == b"1"
     stats = m.info("stats")
     assert stats["sync_partial_ok"] == 1 and stats["sync_full"] == 1
+    m.config_resetstat()
+    assert m.info("stats")["sync_partial_ok"] == 0 == m.info("stats")["sync_full"]
     m.set("after", "4")
     wait_until(lambda: r.get("after") == b"4", what="the stream after the continuation")
 

@@ -44,6 +44,9 @@ extension Server {
     /// clears them).
     func resetStatistics() {
         stats = ServerStats()
+        replication.fullSyncs = 0
+        replication.partialSyncs = 0
+        replication.refusedPartialSyncs = 0
         for command in commands.all {
             for (_, counters) in command.allStats { counters.reset() }
         }

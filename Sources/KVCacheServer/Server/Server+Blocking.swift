@@ -113,7 +113,14 @@ extension Server {
     func serveReadyKeys() {
         guard !servingReadyKeys else { return }
         servingReadyKeys = true
-        defer { servingReadyKeys = false }
+        // A client the master's write serves finds keys as clients do
+        // (expired ones absent), not as the master's commands do.
+        let ignoringExpiry = registry.accessTracking.expiryIgnored
+        registry.accessTracking.expiryIgnored = false
+        defer {
+            servingReadyKeys = false
+            registry.accessTracking.expiryIgnored = ignoringExpiry
+        }
         while !readyKeys.isEmpty {
             let batch = readyKeys
             readyKeys = []
