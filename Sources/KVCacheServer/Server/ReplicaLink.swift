@@ -302,8 +302,7 @@ extension Server {
             switch outcome {
             case .failed(let reason):
                 logger.warning(reason)
-                link.state = .connect
-                link.nextAttempt = now + 1000
+                retryLater(link, now: now)
             case .synced(let fd, let rdb, let buffered, let id, let offset):
                 finishSync(link, fd: fd, rdb: rdb, buffered: buffered, replicationID: id, offset: offset, now: now)
             case .continued(let fd, let buffered, let id):
@@ -317,6 +316,14 @@ extension Server {
             }
             if now - link.lastAck >= 1000 { sendAck(link, now: now) }
         }
+    }
+
+    /// A failed attempt: the next one a second from now (the master's
+    /// socket, when the attempt had one, closed).
+    private func retryLater(_ link: ReplicaLink, now: Int64, closing fd: Int32? = nil) {
+        if let fd { Posix.close(fd) }
+        link.state = .connect
+        link.nextAttempt = now + 1000
     }
 
     private var replicationTimeout: Int { (Int(config.acceptedSettings["repl-timeout"] ?? "") ?? 60) * 1000 }
@@ -337,9 +344,7 @@ extension Server {
         } catch {
             let text = (error as? RDBFile.Failure)?.lines.joined(separator: "; ") ?? "\(error)"
             logger.warning("Failed trying to load the MASTER synchronization DB from socket: \(text)")
-            Posix.close(fd)
-            link.state = .connect
-            link.nextAttempt = now + 1000
+            retryLater(link, now: now, closing: fd)
             return
         }
         let cache: OpenCache
@@ -352,17 +357,14 @@ extension Server {
             }
         } catch {
             logger.warning("Cannot open db0 for the master's client: \(error.text)")
-            Posix.close(fd)
-            link.state = .connect
-            link.nextAttempt = now + 1000
+            retryLater(link, now: now, closing: fd)
             return
         }
         if let id { self.replicationID = id }
         // The stream's offsets go on from the master's, into a new backlog.
         link.offset = offset
         replication.offset = offset
-        replication.backlog = ReplicationBacklog(after: offset, capacity: Int(config.acceptedSettings["repl-backlog-size"] ?? "")
-                                                     ?? 1_048_576)
+        replication.backlog = ReplicationBacklog(after: offset, capacity: backlogSize)
         adoptMaster(link, fd: fd, cache: cache, buffered: buffered, now: now)
         logger.notice("MASTER <-> REPLICA sync: Finished with success")
     }
@@ -381,9 +383,7 @@ extension Server {
         }
         let cache = link.resumeCache ?? (try? registry.firstCache())
         guard let cache else {
-            Posix.close(fd)
-            link.state = .connect
-            link.nextAttempt = now + 1000
+            retryLater(link, now: now, closing: fd)
             return
         }
         adoptMaster(link, fd: fd, cache: cache, buffered: buffered, now: now)
@@ -404,8 +404,7 @@ extension Server {
         master.authenticated = true
         master.parser.limits.unauthenticated = false
         guard register(master) else {
-            link.state = .connect
-            link.nextAttempt = now + 1000
+            retryLater(link, now: now)
             return
         }
         link.connection = master

@@ -1,19 +1,5 @@
 import RESP
 
-/// Redis's replication stream, served as a read-only feed (Redis's
-/// replication.c master side and server.c's propagation, 7.0).
-///
-/// `SYNC` (or `PSYNC`, answered `+FULLRESYNC`) turns a connection into a
-/// feed: it gets an RDB of the numbered caches' data, then every write the server
-/// propagates, as Redis sends it to its replicas (`SELECT` when the
-/// database changes, rewrites such as `SET … PXAT`, `MULTI`/`EXEC` around a
-/// command's several effects, `DEL` for keys that expired or were evicted,
-/// a `PING` every `repl-ping-replica-period` seconds). The replica side is
-/// Server/ReplicaLink.swift.
-///
-/// Commands record their propagation while they run (Redis's
-/// `server.also_propagate`); the outermost command hands the collected ops
-/// to the feeds when it ends (`propagatePendingCommands`).
 /// The stream's last bytes (at least `capacity` of them, once that many
 /// went out), with the offset of the first: Redis's replication backlog.
 struct ReplicationBacklog {
@@ -46,6 +32,20 @@ struct ReplicationBacklog {
     }
 }
 
+/// Redis's replication stream, served as a read-only feed (Redis's
+/// replication.c master side and server.c's propagation, 7.0).
+///
+/// `SYNC` (or `PSYNC`, answered `+FULLRESYNC`, or `+CONTINUE` from the
+/// backlog) turns a connection into a feed: it gets an RDB of the numbered caches' data, then every write the server
+/// propagates, as Redis sends it to its replicas (`SELECT` when the
+/// database changes, rewrites such as `SET … PXAT`, `MULTI`/`EXEC` around a
+/// command's several effects, `DEL` for keys that expired or were evicted,
+/// a `PING` every `repl-ping-replica-period` seconds). The replica side is
+/// Server/ReplicaLink.swift.
+///
+/// Commands record their propagation while they run (Redis's
+/// `server.also_propagate`); the outermost command hands the collected ops
+/// to the feeds when it ends (`propagatePendingCommands`).
 final class ReplicationFeed {
     /// The connections that ran SYNC (Redis's `server.slaves`).
     var replicas: [Connection] = []
@@ -144,15 +144,10 @@ final class ReplicationFeed {
 extension Server {
     // MARK: Attaching and detaching feeds
 
-    /// SYNC/PSYNC: sends `connection` an RDB of the numbered caches as a
-    /// bulk payload and makes it a feed of the stream from now on (replies
-    /// to what it sends later are dropped; REPLCONF ACK is ignored, as
-    /// Redis). The snapshot is made on the loop, in one go: Redis forks for
-    /// it, here the other clients wait while it is made.
     /// PSYNC replid offset: continues the stream from `offset` when it is
-        /// this stream (or the one before a promotion, up to where it ended)
-        /// and the backlog still holds it (Redis's masterTryPartialResynchronization).
-        /// - Returns: whether it did (+CONTINUE, then the backlog's bytes).
+    /// this stream (or the one before a promotion, up to where it ended)
+    /// and the backlog still holds it (Redis's masterTryPartialResynchronization).
+    /// - Returns: whether it did (+CONTINUE, then the backlog's bytes).
     func continueReplica(_ connection: Connection, replicationID id: String, offset: Int) -> Bool {
         let known = id == replicationID || (id == previousReplicationID && offset <= secondReplicationOffset)
         guard known, let backlog = replication.backlog, let missing = backlog.bytes(from: offset),
@@ -179,12 +174,16 @@ extension Server {
         replication.selected = nil
         if replication.replicas.count == 1 { replication.lastPing = Self.nowMilliseconds() }
         if replication.backlog == nil {
-            let size = Int(config.acceptedSettings["repl-backlog-size"] ?? "") ?? 1_048_576
-            replication.backlog = ReplicationBacklog(after: replication.offset, capacity: size)
+            replication.backlog = ReplicationBacklog(after: replication.offset, capacity: backlogSize)
         }
         replicationFeeding = true
     }
 
+    /// SYNC/PSYNC: sends `connection` an RDB of the numbered caches as a
+    /// bulk payload and makes it a feed of the stream from now on (replies
+    /// to what it sends later are dropped; REPLCONF ACK is ignored, as
+    /// Redis). The snapshot is made on the loop, in one go: Redis forks for
+    /// it, here the other clients wait while it is made.
     func attachReplica(_ connection: Connection, fullResync: Bool) {
         // A replica's feed gets its master's stream as it comes (see
         // `forwardMasterStream`): its offset, and the database that stream
@@ -378,6 +377,9 @@ extension Server {
         secondReplicationOffset = -1
         logger.notice("Replication backlog freed after \(ttl) seconds without connected replicas.")
     }
+
+    /// `repl-backlog-size` in bytes.
+    var backlogSize: Int { Int(config.acceptedSettings["repl-backlog-size"] ?? "") ?? 1_048_576 }
 
     /// The stream's offset: on a replica its master's (which its feeds get and acknowledge).
     var streamOffset: Int { replicaLink?.offset ?? replication.offset }

@@ -132,6 +132,25 @@ extension Server {
         }
     }
 
+    /// Listening sockets on each of `hosts` for the plain port and the TLS
+    /// port (those not 0); none is left open when one fails.
+    /// - Throws: `ConfigError` naming the address that could not be had.
+    func openListeners(on hosts: [String]) throws -> [(fd: Int32, address: SocketAddress, tls: Bool)] {
+        var opened: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
+        for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
+            for host in hosts {
+                do {
+                    let (fd, bound) = try Self.openListener(host: host, port: port) { "could not listen on \($0): \($1)" }
+                    opened.append((fd, bound, tls))
+                } catch {
+                    for listener in opened { Glibc.close(listener.fd) }
+                    throw error
+                }
+            }
+        }
+        return opened
+    }
+
     /// CONFIG SET port: listens on `port` (each bind address) in place of
     /// the plain listeners. The new sockets are opened first, so a port
     /// that cannot be had changes nothing (Redis's changeListenPort);
@@ -166,21 +185,6 @@ extension Server {
     /// (Redis's changeBindAddr). Clients already connected stay.
     /// - Throws: `ConfigError` with Redis's text.
     func rebindAddresses(_ hosts: [String]) throws {
-        func open(_ hosts: [String]) throws -> [(fd: Int32, address: SocketAddress, tls: Bool)] {
-            var opened: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
-            for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
-                for host in hosts {
-                    do {
-                        let (fd, bound) = try Self.openListener(host: host, port: port) { "could not listen on \($0): \($1)" }
-                        opened.append((fd, bound, tls))
-                    } catch {
-                        for listener in opened { Glibc.close(listener.fd) }
-                        throw error
-                    }
-                }
-            }
-            return opened
-        }
         let paused = listenersPausedUntil != nil
         for listener in listeners {
             if !paused { epoll.remove(listener.fd) }
@@ -188,11 +192,11 @@ extension Server {
         }
         var failure: Error?
         do {
-            listeners = try open(hosts)
+            listeners = try openListeners(on: hosts)
         } catch {
             failure = error
             logger.warning("Failed to bind to \(hosts.joined(separator: " ")): \(error)")
-            listeners = (try? open(config.bind)) ?? []
+            listeners = (try? openListeners(on: config.bind)) ?? []
         }
         if !paused { watchListeners() }
         logger.notice("Listening on \(listeningAddresses.joined(separator: ", "))")

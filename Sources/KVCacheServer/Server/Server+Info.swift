@@ -90,7 +90,7 @@ extension Server {
                 "master_repl_offset:\(replicaLink?.offset ?? replication.offset)",
                 "second_repl_offset:\(secondReplicationOffset)",
                 "repl_backlog_active:\(replication.backlog == nil ? 0 : 1)",
-                "repl_backlog_size:\(replication.backlog?.capacity ?? (Int(config.acceptedSettings["repl-backlog-size"] ?? "") ?? 1_048_576))",
+                "repl_backlog_size:\(replication.backlog?.capacity ?? backlogSize)",
                 "repl_backlog_first_byte_offset:\(replication.backlog?.firstOffset ?? 0)",
                 "repl_backlog_histlen:\(replication.backlog?.bytes.count ?? 0)",
             ]

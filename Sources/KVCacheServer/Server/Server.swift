@@ -291,12 +291,9 @@ public final class Server {
         // Users before the listeners: a configuration whose users are refused
         // stops the start before any client can connect.
         try loadUsersAtStartup()
-        for (port, tls) in [(config.port, false), (config.tlsPort, true)] where port != 0 {
-            for host in config.bind {
-                let (fd, bound) = try Self.openListener(host: host, port: port) { "could not listen on \($0): \($1)" }
-                try epoll.add(fd, token: Self.listenerTokenBase | UInt64(listeners.count), interest: .readable)
-                listeners.append((fd, bound, tls))
-            }
+        listeners = try openListeners(on: config.bind)
+        for (index, listener) in listeners.enumerated() {
+            try epoll.add(listener.fd, token: Self.listenerTokenBase | UInt64(index), interest: .readable)
         }
         guard !listeners.isEmpty || config.port == 0 && config.tlsPort == 0 else {
             throw ConfigError("nothing to listen on")
