@@ -386,7 +386,7 @@ public final class SQLiteKVCache: @unchecked Sendable {
     public func probeWrite() throws(Error) {
         try withStore { store throws(Error) in
             let engine = store.engine
-            let batch = CacheBatch(file: engine.file, id: 0, lsn: engine.appliedLSN, clear: false, writes: [],
+            let batch = CacheBatch(file: engine.file, id: 0, lsn: engine.appliedLSN, clear: false, writes: SealedWrites(),
                                    totals: engine.file.stored.totals)
             try engine.file.apply(batch)
         }

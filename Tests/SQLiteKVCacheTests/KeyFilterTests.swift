@@ -120,7 +120,7 @@ struct SlotIndexTests {
             let digest = hasher.digest(key)
             switch random.next() % 3 {
             case 0, 1:
-                let slot = KeySlot(digest: digest, key: key, row: nil)
+                let slot = KeySlot.make(digest: digest, key: key, row: nil)
                 index[digest] = slot
                 model[digest] = slot
             default:
@@ -145,7 +145,7 @@ struct SlotIndexTests {
     @Test func reservingKeepsEverySlot() {
         var index = SlotIndex()
         let digests = (0..<1000).map { hasher.digest(bytes("r\($0)")) }
-        for digest in digests { index[digest] = KeySlot(digest: digest, key: [], row: nil) }
+        for digest in digests { index[digest] = KeySlot.make(digest: digest, key: [], row: nil) }
         index.reserveCapacity(100_000)
         #expect(index.capacity >= 131_072)
         for digest in digests { #expect(index[digest]?.digest == digest) }
@@ -156,7 +156,7 @@ struct SlotIndexTests {
         var random = FastRandom(seed: 7)
         #expect(index.randomSlot(using: &random) == nil)
         let digests = (0..<10_000).map { hasher.digest(bytes("s\($0)")) }
-        for digest in digests { index[digest] = KeySlot(digest: digest, key: [], row: nil) }
+        for digest in digests { index[digest] = KeySlot.make(digest: digest, key: [], row: nil) }
         #expect(index.capacity >= 16_384)
         for digest in digests.dropFirst(10) { index[digest] = nil }
         #expect(index.count == 10 && index.capacity <= 128)

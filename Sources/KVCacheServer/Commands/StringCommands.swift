@@ -76,6 +76,9 @@ struct StringSetOptions {
 
     enum Command { case set, getex }
 
+    /// No options.
+    init() {}
+
     /// Parses options from `args[start...]` exactly as Redis 7's
     /// `parseExtendedStringArgumentsOrReply`: a repeated option is allowed,
     /// conflicting ones are a syntax error.
@@ -106,23 +109,33 @@ struct StringSetOptions {
 }
 
 private func get(_ ctx: CommandContext) throws {
-    guard let value = try ctx.keyspace.lookupValue(ctx.args[1], as: .string) else {
-        return ctx.connection.replyNull()
+    let connection = ctx.connection
+    let found = try ctx.keyspace.readValue(ctx.args[1], as: .string) { value in
+        switch value {
+        case .bytes(let bytes): connection.replyBulk(bytes)
+        case .live(let live): connection.replyBulk(live.encoded())
+        }
     }
-    switch value {
-    case .bytes(let bytes): ctx.connection.replyBulk(bytes)
-    case .live(let live): ctx.connection.replyBulk(live.encoded())
-    }
+    if !found { connection.replyNull() }
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
 private func set(_ ctx: CommandContext) throws {
-    let options = try StringSetOptions(ctx.args, from: 3, for: .set)
+    let options = ctx.args.count > 3 ? try StringSetOptions(ctx.args, from: 3, for: .set) : StringSetOptions()
     let expiresAt = try options.expiry.map { try ctx.absoluteExpiry(ctx.args[$0.argument], $0.form, now: ctx.now) }
-    let key = ctx.args.bytes(1)
     // The old entry matters only to NX, XX, GET and KEEPTTL.
     let needsOld = options.nx || options.xx || options.get || options.keepTTL
-    let old = needsOld ? try ctx.keyspace.lookupStored(key, read: false) : nil
+    if !needsOld {
+        // The plain SET: key and value go from the request to the engine.
+        try ctx.keyspace.set(ctx.args[1], ctx.args[2], expiresAt: expiresAt)
+        // Propagated as SET key value PXAT <ms> (Redis 7.0: five arguments) unless given as PXAT.
+        if let expiresAt, let expiry = options.expiry, expiry.form != .unixMilliseconds {
+            ctx.server.propagateAs(setWithPXAT(ctx.args.bytes(1), ctx.args.bytes(2), expiresAt))
+        }
+        return ctx.connection.replyOK()
+    }
+    let key = ctx.args.bytes(1)
+    let old = try ctx.keyspace.lookupStored(key, read: false)
     // GET answers the old value first, so a collection fails before NX or XX is looked at.
     if options.get, let old, old.row.kind != .string { throw ReplyError.wrongType }
     let oldValue = options.get ? old?.row.value.bytes : nil

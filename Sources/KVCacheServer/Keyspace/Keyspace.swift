@@ -66,20 +66,26 @@ struct Keyspace {
         return entry
     }
 
-    /// The value of `key`, a counted read as `lookupRead`, without building
-    /// an entry: GET's path.
+    /// Calls `body` with the value of `key` where memory holds it (no
+    /// copy, no entry built), a counted read as `lookupRead`: GET's path.
+    /// - Returns: false when the key has no live entry (`body` not called).
     /// - Throws: WRONGTYPE when the key holds another kind than `kind`.
-    func lookupValue(_ key: Argument, as kind: ValueKind) throws -> StoredValue? {
+    func readValue(_ key: Argument, as kind: ValueKind, _ body: (CacheEngine.ValueView) -> Void) throws -> Bool {
         let found = try key.withUnsafeBytes { bytes in
-            try run { engine throws(SQLiteKVCache.Error) in try engine.getValue(bytes) }
+            try run { engine throws(SQLiteKVCache.Error) in
+                try engine.withValue(bytes) { found, view in
+                    if found == kind { body(view) }
+                    return found
+                }
+            }
         }
         countLookup(hit: found != nil)
         guard let found else {
             changed(.missed, key.bytes)
-            return nil
+            return false
         }
-        if found.kind != kind { throw ReplyError.wrongType }
-        return found.value
+        if found != kind { throw ReplyError.wrongType }
+        return true
     }
 
     /// The live entry for `key` as stored (a collection's value may be live),
@@ -389,6 +395,30 @@ struct Keyspace {
     }
 
     // MARK: Changes built from those
+
+    /// `set` of a key and value viewed where they arrived (SET's path): when
+    /// nothing needs the key as a copy (no WATCH, blocked client, tracking
+    /// or keyspace event), neither is copied on the way to the engine and
+    /// the log.
+    func set(_ key: Argument, _ value: Argument, expiresAt: Int64?) throws {
+        guard server.watchers.isEmpty && server.blockedCount == 0 && !server.trackingActive
+                && !server.wantsKeyspaceEvents && server.eventSource == nil else {
+            return try set(key.bytes, value.bytes, expiresAt: expiresAt)
+        }
+        let engine = try engineForWrite(grows: true)
+        let storageDate = Double(Server.keyTime()) / 1000
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        try key.withUnsafeBytes { key in
+            try value.withUnsafeBytes { value in
+                try run { engine throws(SQLiteKVCache.Error) in
+                    try engine.put(key: key, kind: .string, storageDate: storageDate, expiresAt: expiresAt,
+                                   metadata: none, value: value)
+                }
+                server.persistence.recordPut(cache: cache.name, key: key, kind: .string, storageDate: storageDate,
+                                             expiresAt: expiresAt, metadata: none, value: value)
+            }
+        }
+    }
 
     /// Stores a string `value` under `key`, stamped now: Redis's `setKey`.
     func set(_ key: [UInt8], _ value: [UInt8], expiresAt: Int64?, metadata: [UInt8] = [],

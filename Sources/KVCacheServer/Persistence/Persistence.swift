@@ -222,6 +222,19 @@ final class Persistence {
     /// `record(.put(…))` without building the op: a SET's path.
     func recordPut(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
                    metadata: [UInt8], value: [UInt8]) {
+        key.withUnsafeBytes { key in
+            metadata.withUnsafeBytes { metadata in
+                value.withUnsafeBytes { value in
+                    recordPut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                              metadata: metadata, value: value)
+                }
+            }
+        }
+    }
+
+    /// `recordPut` of bytes viewed in place (a SET's key and value in its request).
+    func recordPut(cache: String, key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                   metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         guard !replaying else { return }
         changes += 1
         guard log != nil else { return }

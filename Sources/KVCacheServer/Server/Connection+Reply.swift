@@ -10,6 +10,7 @@ extension Connection {
     func replyInteger(_ value: Int64) { RESPEncoder.integer(value, into: &output) }
     func replyBulk(_ bytes: [UInt8]) { RESPEncoder.bulk(bytes, into: &output) }
     func replyBulk(_ bytes: ArraySlice<UInt8>) { RESPEncoder.bulk(bytes, into: &output) }
+    func replyBulk(_ bytes: UnsafeRawBufferPointer) { RESPEncoder.bulk(bytes, into: &output) }
     func replyBulk(_ text: String) { RESPEncoder.bulk(text, into: &output) }
     func replyBulk(_ argument: Argument) { argument.withUnsafeBytes { RESPEncoder.bulk($0, into: &output) } }
     func replyNull() { RESPEncoder.null(into: &output, version: protocolVersion) }

@@ -85,16 +85,16 @@ extension CacheEngine {
         let digest = hasher.digest(key)
         let now = nowMilliseconds()
         if let slot = table.slot(digest) {
-            guard let row = slot.row, !row.isExpired(at: now) else { return nil }
-            return info(slot, row, now: now)
+            guard slot.hasRow, !slot.isExpired(at: now) else { return nil }
+            return info(slot, now: now)
         }
         guard fileMayHold(digest), let row = try file.row(digest), !row.isExpired(at: now) else { return nil }
         return AccessInfo(idleMilliseconds: max(0, now - Int64(row.storageDate * 1000)),
                           frequency: AccessTracking.initialFrequency)
     }
 
-    private func info(_ slot: KeySlot, _ row: Row, now: Int64) -> AccessInfo {
-        let last = slot.lastAccess > 0 ? slot.lastAccess : Int64(row.storageDate * 1000)
+    private func info(_ slot: KeySlot, now: Int64) -> AccessInfo {
+        let last = slot.lastAccess > 0 ? slot.lastAccess : Int64(slot.storageDate * 1000)
         return AccessInfo(idleMilliseconds: max(0, now - last),
                           frequency: access.decayed(slot, nowMinutes: UInt32(truncatingIfNeeded: now / 60_000)))
     }
@@ -110,7 +110,7 @@ extension CacheEngine {
             guard let row = try current(digest, key: key, counted: false).row else { return false }
             slot = table.slot(digest) ?? table.write(digest, key: key, row: row)
         }
-        guard let slot, slot.row != nil else { return false }
+        guard let slot, slot.hasRow else { return false }
         let now = nowMilliseconds()
         if let idleSeconds { slot.lastAccess = max(1, now - idleSeconds * 1000) }
         if let frequency {
@@ -129,11 +129,11 @@ extension CacheEngine {
         var samples: [EvictionSample] = []
         var seen = Set<KeyDigest>()
         func offer(_ slot: KeySlot) {
-            guard let row = slot.row, !row.isExpired(at: now), !volatileOnly || row.expiresAt != nil,
+            guard slot.hasRow, !slot.isExpired(at: now), !volatileOnly || slot.expiresAt != nil,
                   seen.insert(slot.digest).inserted else { return }
-            let use = info(slot, row, now: now)
+            let use = info(slot, now: now)
             samples.append(EvictionSample(key: slot.key, idleMilliseconds: use.idleMilliseconds, frequency: use.frequency,
-                                          expiresAt: row.expiresAt, storageDate: row.storageDate, seq: row.seq))
+                                          expiresAt: slot.expiresAt, storageDate: slot.storageDate, seq: slot.seq))
         }
         let inMemory = table.count
         var attempts = 0
@@ -142,7 +142,7 @@ extension CacheEngine {
             let fromMemory = fileVoid || table.draw(max(1, totals.count)) < inMemory
             if fromMemory {
                 guard let slot = table.randomSlot() else { continue }
-                if slot.row == nil && !slot.isUnapplied {
+                if !slot.hasRow && !slot.isUnapplied {
                     // A remembered miss (a delete the file has): dropped as
                     // met, or after a burst of evictions most picks would
                     // find the keys already evicted.

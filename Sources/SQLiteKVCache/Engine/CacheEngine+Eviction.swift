@@ -68,17 +68,15 @@ struct EvictionWalk {
         }
     }
 
-    mutating func note(_ slot: KeySlot, _ row: Row, policy: EvictionPolicy) {
-        heap.push(Pending(order: EvictionOrderKey(policy, storageDate: row.storageDate, seq: row.seq,
-                                                  expiresAt: row.expiresAt),
-                          digest: slot.digest, seq: row.seq))
+    mutating func note(_ slot: KeySlot, policy: EvictionPolicy) {
+        heap.push(Pending(order: EvictionOrderKey(policy, storageDate: slot.storageDate, seq: slot.seq,
+                                                  expiresAt: slot.expiresAt),
+                          digest: slot.digest, seq: slot.seq))
     }
 
     mutating func rebuild(_ slots: [KeySlot], policy: EvictionPolicy) {
         heap.removeAll()
-        for slot in slots {
-            if let row = slot.row { note(slot, row, policy: policy) }
-        }
+        for slot in slots where slot.hasRow { note(slot, policy: policy) }
     }
 }
 
@@ -136,8 +134,8 @@ extension CacheEngine {
 
     private func nextMemoryCandidate() -> (order: EvictionOrderKey, victim: Victim)? {
         while let top = eviction.heap.top {
-            if let slot = table.slot(top.digest), let row = slot.row, row.seq == top.seq {
-                return (top.order, Victim(digest: top.digest, key: slot.key, size: slot.contentSize, expiresAt: row.expiresAt))
+            if let slot = table.slot(top.digest), slot.hasRow, slot.seq == top.seq {
+                return (top.order, Victim(digest: top.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt))
             }
             eviction.heap.pop()
         }
@@ -185,13 +183,13 @@ extension CacheEngine {
             if let slot = table.slot(row.digest) {
                 // The table knows a state of this key: the row is the current
                 // one only if it has the same write order.
-                guard let current = slot.row, current.seq == row.seq else {
+                guard slot.hasRow, slot.seq == row.seq else {
                     eviction.pageIndex += 1
                     skipped += 1
                     if skipped >= EvictionWalk.skipBudget { return nil }  // go on in the next step
                     continue
                 }
-                return (order, Victim(digest: row.digest, key: slot.key, size: slot.contentSize, expiresAt: current.expiresAt))
+                return (order, Victim(digest: row.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt))
             }
             guard row.size < 0 else {
                 return (order, Victim(digest: row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt))

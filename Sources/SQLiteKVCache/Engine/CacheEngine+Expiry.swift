@@ -56,9 +56,9 @@ extension CacheEngine {
         var removed = 0
         while removed < limit, let top = expiry.heap.top, top.expiresAt <= now {
             expiry.heap.pop()
-            guard let slot = table.slot(top.digest), let row = slot.row, row.seq == top.seq,
-                  row.expiresAt == top.expiresAt else { continue }
-            expire(top.digest, key: slot.key, size: slot.contentSize, expiresAt: row.expiresAt)
+            guard let slot = table.slot(top.digest), slot.hasRow, slot.seq == top.seq,
+                  slot.expiresAt == top.expiresAt else { continue }
+            expire(top.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt)
             removed += 1
         }
         if removed < limit && !fileVoid && expiry.fileHint <= now {
@@ -73,8 +73,8 @@ extension CacheEngine {
                 expiry.position = (row.expiresAt ?? .max, row.digest)
                 if let slot = table.slot(row.digest) {
                     // Memory knows a newer state: the heap covers it if it expires.
-                    guard let current = slot.row, current.seq == row.seq, current.isExpired(at: now) else { continue }
-                    expire(row.digest, key: slot.key, size: slot.contentSize, expiresAt: current.expiresAt)
+                    guard slot.hasRow, slot.seq == row.seq, slot.isExpired(at: now) else { continue }
+                    expire(row.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt)
                 } else {
                     expire(row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt)
                 }
@@ -94,7 +94,7 @@ extension CacheEngine {
     func rebuildExpiryHeap() {
         expiry.heap.removeAll()
         for slot in table.allUnapplied {
-            if let row = slot.row, let expiresAt = row.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: row.seq) }
+            if slot.hasRow, let expiresAt = slot.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: slot.seq) }
         }
     }
 }

@@ -25,20 +25,20 @@ extension CacheEngine {
         if memory.count >= limit, let last = memory.last { bound = min(bound, last.digest.w0 | (UInt64.max >> UInt64(KeyTable.indexBits))) }
         let done = bound == .max && fileEnded && memory.count < limit
 
-        func live(_ row: Row?) -> Bool {
-            guard let row, !row.isExpired(at: now) else { return false }
-            return kind == nil || row.kind == kind
+        func live(_ slot: KeySlot) -> Bool {
+            guard slot.hasRow, !slot.isExpired(at: now) else { return false }
+            return kind == nil || slot.kind == kind
         }
         var found: [(KeyDigest, [UInt8])] = []
         for row in fileRows where row.digest.w0 <= bound {
             if let slot = table.slot(row.digest) {
-                if live(slot.row) { found.append((row.digest, slot.key)) }
+                if live(slot) { found.append((row.digest, slot.key)) }
             } else if !(row.expiresAt.map { $0 <= now } ?? false) && (kind == nil || row.kind == kind) {
                 found.append((row.digest, row.key))
             }
         }
         let inFile = Set(fileRows.lazy.filter { $0.digest.w0 <= bound }.map(\.digest))
-        for slot in memory where slot.digest.w0 <= bound && !inFile.contains(slot.digest) && live(slot.row) {
+        for slot in memory where slot.digest.w0 <= bound && !inFile.contains(slot.digest) && live(slot) {
             found.append((slot.digest, slot.key))
         }
         found.sort { $0.0 < $1.0 }
@@ -55,14 +55,14 @@ extension CacheEngine {
             try file.allRows { row in
                 if let slot = table.slot(row.digest) {
                     seen.insert(row.digest)
-                    if let current = slot.row, !current.isExpired(at: now) { found.append((row.digest, slot.key)) }
+                    if slot.hasRow, !slot.isExpired(at: now) { found.append((row.digest, slot.key)) }
                 } else if !(row.expiresAt.map { $0 <= now } ?? false) {
                     found.append((row.digest, row.key))
                 }
             }
         }
         for slot in table.allUnapplied where !seen.contains(slot.digest) {
-            if let row = slot.row, !row.isExpired(at: now) { found.append((slot.digest, slot.key)) }
+            if slot.hasRow, !slot.isExpired(at: now) { found.append((slot.digest, slot.key)) }
         }
         found.sort { $0.0 < $1.0 }
         return found.map(\.1)
@@ -72,7 +72,7 @@ extension CacheEngine {
     public func randomKey() throws(SQLiteKVCache.Error) -> [UInt8]? {
         guard totals.count > 0 else { return nil }
         let now = nowMilliseconds()
-        let unapplied = table.allUnapplied.filter { $0.row.map { !$0.isExpired(at: now) } ?? false }
+        let unapplied = table.allUnapplied.filter { $0.hasRow && !$0.isExpired(at: now) }
         // Pick memory or the file in proportion to what each holds.
         let fromMemory = fileVoid || table.draw(max(1, totals.count)) < unapplied.count
         if fromMemory, let slot = unapplied.randomElement(using: &table.random) { return slot.key }
@@ -81,7 +81,7 @@ extension CacheEngine {
                 let probe = KeyDigest(w0: table.random.next())
                 guard let row = try file.row(atOrAfter: probe) else { break }
                 if let slot = table.slot(row.digest) {
-                    if let current = slot.row, !current.isExpired(at: now) { return slot.key }
+                    if slot.hasRow, !slot.isExpired(at: now) { return slot.key }
                 } else if !(row.expiresAt.map { $0 <= now } ?? false) {
                     return row.key
                 }

@@ -202,16 +202,9 @@ public final class CacheEngine {
     /// `oldState`, given the table's slot for `digest` (nil: none).
     func oldState(_ digest: KeyDigest, found: KeySlot?) throws(SQLiteKVCache.Error) -> (size: Int, expiresAt: Int64?)? {
         if let slot = found {
-            guard slot.row != nil else { return nil }
-            // A value held as bytes: the slot's cost is its content size
-            // plus a constant, so no array header is read (reading the key's,
-            // the metadata's and the value's counts were cache misses worth
-            // a tenth of the loop's time under SET -P 16).
-            if case .bytes = slot.row!.value {
-                assert(slot.cost - KeyTable.overhead == slot.key.count + slot.row!.bodySize, "a slot's cost is stale")
-                return (slot.cost - KeyTable.overhead, slot.row!.expiresAt)
-            }
-            return (slot.key.count + slot.row!.bodySize, slot.row!.expiresAt)
+            guard slot.hasRow else { return nil }
+            // The lengths are in the slot's fields (no array header is read).
+            return (slot.contentSize, slot.expiresAt)
         }
         guard fileMayHold(digest) else { return nil }
         return try file.rowInfo(digest).map { ($0.size, $0.expiresAt) }
@@ -230,17 +223,36 @@ public final class CacheEngine {
     /// (`getValue` has counted the miss that sent it here).
     private func get(_ key: [UInt8], counted: Bool, touch: Bool) throws(SQLiteKVCache.Error) -> StoredEntry? {
         let digest = hasher.digest(key)
-        let (found, slot) = try current(digest, key: key, counted: counted)
-        guard var row = found else { return nil }
+        if let slot = counted ? table.lookup(digest) : table.slot(digest) {
+            guard slot.hasRow else { return nil }
+            if slot.isExpired(at: expiryNow()) {
+                if !access.expiryHeld { expire(digest, key: key, size: slot.contentSize, expiresAt: slot.expiresAt) }
+                return nil
+            }
+            if touch { access.touch(slot, now: nowMilliseconds()) }
+            if policy == .lru {
+                slot.seq = totals.takeSeq()
+                table.noteChange(slot, .touch)
+                noteUnapplied(slot)
+            }
+            return StoredEntry(key: key, row: slot.row!)
+        }
+        guard fileMayHold(digest) else { return nil }
+        guard var row = try file.row(digest) else {
+            table.cache(digest, key: key, row: nil)
+            return nil
+        }
         if row.isExpired(at: expiryNow()) {
+            table.cache(digest, key: key, row: row)
             if !access.expiryHeld { expire(digest, key: key, size: key.count + row.bodySize, expiresAt: row.expiresAt) }
             return nil
         }
+        let slot = table.cache(digest, key: key, row: row)
         if touch, let slot { access.touch(slot, now: nowMilliseconds()) }
         if policy == .lru {
             row.seq = totals.takeSeq()
             if let slot {
-                slot.row = row
+                slot.seq = row.seq
                 table.noteChange(slot, .touch)
                 noteUnapplied(slot)
             } else {
@@ -254,35 +266,54 @@ public final class CacheEngine {
     /// from the memory tier when it is there (no entry is built, no key or
     /// metadata copied); otherwise as `get`. Same expiry, LRU and counting.
     public func getValue(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> (kind: ValueKind, value: StoredValue)? {
-        let result = key.withUnsafeBytes { bytes in Result { () throws(SQLiteKVCache.Error) in try getValue(bytes) } }
+        let result = key.withUnsafeBytes { bytes in
+            Result { () throws(SQLiteKVCache.Error) in
+                try withValue(bytes) { kind, view in
+                    switch view {
+                    case .bytes(let bytes): (kind, StoredValue.bytes([UInt8](bytes)))
+                    case .live(let value): (kind, StoredValue.live(value))
+                    }
+                }
+            }
+        }
         return try result.get()
     }
 
-    /// `getValue` of a key viewed in place (GET's key in the request
-    /// buffer): a hit in memory copies nothing; the key is copied only when
-    /// the file must be read or an expired entry removed.
-    public func getValue(_ key: UnsafeRawBufferPointer) throws(SQLiteKVCache.Error)
-        -> (kind: ValueKind, value: StoredValue)?
+    /// A value seen in place: bytes valid only while the call that gives
+    /// them runs, or a live value (never to be changed by the reader).
+    public enum ValueView {
+        case bytes(UnsafeRawBufferPointer)
+        case live(LiveValue)
+    }
+
+    /// GET's path for a key viewed in place (GET's key in the request
+    /// buffer): calls `body` with the kind and value of `key`'s live entry,
+    /// its bytes where memory holds them (no copy); otherwise as `get`.
+    /// Same expiry, LRU and counting. The key is copied only when the file
+    /// must be read or an expired entry removed.
+    /// - Returns: what `body` returned, or nil when the key has no live entry.
+    public func withValue<R>(_ key: UnsafeRawBufferPointer, _ body: (ValueKind, ValueView) -> R)
+        throws(SQLiteKVCache.Error) -> R?
     {
         if policy != .lru, let slot = table.slot(digest: hasher.digest(key), counting: true) {
-            guard let expiresAt = slot.row?.expiresAt else {
-                // No expiry, or no row (a delete or a miss remembered).
-                guard slot.row != nil else { return nil }
-                access.touch(slot, now: nowMilliseconds())
-                return (slot.row.unsafelyUnwrapped.kind, slot.row.unsafelyUnwrapped.value)
-            }
+            // No row: a delete or a miss remembered.
+            guard slot.hasRow else { return nil }
             let now = nowMilliseconds()
-            if expiresAt <= now && !access.expiryIgnored {
+            if let expiresAt = slot.expiresAt, expiresAt <= now && !access.expiryIgnored {
                 if !access.expiryHeld {
-                    expire(slot.digest, key: Array(key), size: key.count + slot.row!.bodySize, expiresAt: expiresAt)
+                    expire(slot.digest, key: Array(key), size: slot.contentSize, expiresAt: expiresAt)
                 }
                 return nil
             }
             access.touch(slot, now: now)
-            return (slot.row.unsafelyUnwrapped.kind, slot.row.unsafelyUnwrapped.value)
+            if let live = slot.live { return body(slot.kind, .live(live)) }
+            return slot.withValueBytes { body(slot.kind, .bytes($0)) }
         }
         guard let entry = try get(Array(key), counted: policy == .lru, touch: true) else { return nil }
-        return (entry.row.kind, entry.row.value)
+        switch entry.row.value {
+        case .bytes(let bytes): return bytes.withUnsafeBytes { body(entry.row.kind, .bytes($0)) }
+        case .live(let value): return body(entry.row.kind, .live(value))
+        }
     }
 
     /// The live entry for `key` without touching it (no LRU, no lazy delete).
@@ -341,6 +372,29 @@ public final class CacheEngine {
         noteUnapplied(slot)
         if reportsWrites { onEvent?(.stored(key: slot.key)) }
         _ = try evictToCapacity(limit: .max)
+    }
+
+    /// `put` of an entry given as bytes in place (a SET's key and value
+    /// where they arrived in the request): no array is made, and a key
+    /// memory holds is overwritten in its slot when the bytes fit.
+    public func put(key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                    metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(SQLiteKVCache.Error) {
+        let size = key.count + metadata.count + value.count
+        if capacity > 0 && size > capacity { throw .entryTooLarge(size: size, capacity: capacity) }
+        let digest = hasher.digest(key)
+        let found = table.slot(digest)
+        let old = try oldState(digest, found: found)
+        if policy == .noeviction && capacity > 0 && totals.bytes - (old?.size ?? 0) + size > capacity {
+            throw .capacityExceeded(capacity: capacity)
+        }
+        if let old { totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1) }
+        let head = RowHead(storageDate: storageDate, seq: totals.takeSeq(), expiresAt: expiresAt, kind: kind)
+        totals.apply(size: size, expiresAt: expiresAt, sign: 1)
+        let slot = table.write(digest, key: key, head: head, metadata: metadata, value: value, found: found)
+        access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
+        noteUnapplied(slot)
+        if reportsWrites { onEvent?(.stored(key: slot.key)) }
+        if capacity > 0 { _ = try evictToCapacity(limit: .max) }
     }
 
     // MARK: Replaying the log
@@ -467,6 +521,21 @@ public final class CacheEngine {
     /// - Returns: whether there was a live entry.
     public func setExpiry(_ key: [UInt8], _ expiresAt: Int64?) throws(SQLiteKVCache.Error) -> Bool {
         let digest = hasher.digest(key)
+        if let slot = table.slot(digest) {
+            // In place: the value is not copied out and back.
+            guard slot.hasRow else { return false }
+            let size = slot.contentSize
+            if slot.isExpired(at: expiryNow()) {
+                expire(digest, key: key, size: size, expiresAt: slot.expiresAt)
+                return false
+            }
+            totals.apply(size: size, expiresAt: slot.expiresAt, sign: -1)
+            totals.apply(size: size, expiresAt: expiresAt, sign: 1)
+            slot.expiresAt = expiresAt
+            table.noteChange(slot, .row)
+            noteUnapplied(slot)
+            return true
+        }
         guard let row = try current(digest, key: key, counted: false).row else { return false }
         let size = key.count + row.bodySize
         if row.isExpired(at: expiryNow()) {
@@ -508,11 +577,9 @@ public final class CacheEngine {
 
     /// Records in the walks of eviction and expiry a row not yet in the file.
     func noteUnapplied(_ slot: KeySlot) {
-        // Nothing to note without a capacity or an expiry: asked before the
-        // row is copied (a copy retains its arrays), since every SET comes here.
-        guard capacity > 0 || slot.row?.expiresAt != nil, let row = slot.row else { return }
-        if capacity > 0 { eviction.note(slot, row, policy: policy) }
-        if let expiresAt = row.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: row.seq) }
+        guard slot.hasRow else { return }
+        if capacity > 0 { eviction.note(slot, policy: policy) }
+        if let expiresAt = slot.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: slot.seq) }
     }
 
     // MARK: Live values
@@ -527,8 +594,11 @@ public final class CacheEngine {
         guard var row = found, !row.isExpired(at: expiryNow()), case .live(let value) = row.value else { return nil }
         let owned = value.isFrozen ? value.thawed() : value
         row.value = .live(owned)
-        if slot == nil { slot = table.write(digest, key: key, row: row) }
-        slot!.row = row
+        if let slot {
+            slot.setLive(owned)
+        } else {
+            slot = table.write(digest, key: key, row: row)
+        }
         table.recost(slot!)
         return owned
     }
@@ -539,13 +609,12 @@ public final class CacheEngine {
     /// emptied value should be deleted instead.
     public func liveValueChanged(_ key: [UInt8], oldEncodedSize: Int, storageDate: Double) throws(SQLiteKVCache.Error) {
         let digest = hasher.digest(key)
-        guard let slot = table.slot(digest), var row = slot.row, case .live(let value) = row.value else { return }
-        let base = key.count + row.metadata.count
-        totals.apply(size: base + oldEncodedSize, expiresAt: row.expiresAt, sign: -1)
-        totals.apply(size: base + value.encodedSize, expiresAt: row.expiresAt, sign: 1)
-        row.seq = totals.takeSeq()
-        row.storageDate = storageDate
-        slot.row = row
+        guard let slot = table.slot(digest), slot.hasRow, let value = slot.live else { return }
+        let base = slot.contentSize - value.encodedSize
+        totals.apply(size: base + oldEncodedSize, expiresAt: slot.expiresAt, sign: -1)
+        totals.apply(size: base + value.encodedSize, expiresAt: slot.expiresAt, sign: 1)
+        slot.seq = totals.takeSeq()
+        slot.storageDate = storageDate
         table.noteChange(slot, .row)
         access.stampWrite(slot, new: false, now: nowMilliseconds())
         noteUnapplied(slot)
@@ -570,7 +639,7 @@ public final class CacheEngine {
         if forChange && value.isFrozen { value = value.thawed() }
         row.value = .live(value)
         if let slot {
-            slot.row = row
+            slot.setLive(value)
             table.recost(slot)
         } else if forChange {
             slot = table.write(digest, key: key, row: row)
@@ -582,9 +651,8 @@ public final class CacheEngine {
     /// bytes (same content: nothing to write), so the next command finds it
     /// decoded. Does nothing when the entry is not in memory as bytes.
     public func adoptLiveValue(_ key: [UInt8], _ value: LiveValue) {
-        guard let slot = table.slot(hasher.digest(key)), var row = slot.row, case .bytes = row.value else { return }
-        row.value = .live(value)
-        slot.row = row
+        guard let slot = table.slot(hasher.digest(key)), slot.hasRow, slot.live == nil else { return }
+        slot.setLive(value)
         table.recost(slot)
     }
 

@@ -1,74 +1,5 @@
 import Foundation
 
-/// One key the engine knows in memory: its current state, and where that
-/// state is on its way to the file.
-final class KeySlot {
-    enum Change: UInt8 {
-        /// The file has (or is being given) this state.
-        case none
-        /// Only the write order changed (LRU recency).
-        case touch
-        /// The row was written or deleted.
-        case row
-    }
-
-    // The stored properties are declared widest first, the indexes as
-    // Int32 and the one-byte fields last, so that an instance takes 152
-    // bytes and glibc a 160-byte chunk for it (192 before: a million keys
-    // held 32 MB more).
-    let digest: KeyDigest
-    var key: [UInt8]
-    /// The key's current row, or nil when it is known to be absent (a
-    /// delete not yet applied, or a miss remembered).
-    var row: Row?
-    /// The batch carrying this key's last sealed state, until it completes (0: none).
-    var inFlight: UInt64 = 0
-    /// The memory the slot is counted for.
-    fileprivate(set) var cost = 0
-    /// Redis's LRU clock and LFU counter for the key (maxmemory's policies,
-    /// OBJECT IDLETIME and FREQ): its last access (milliseconds since 1970),
-    /// its logarithmic access counter, and when that last decayed (minutes).
-    /// Kept in memory only: a key known only to the file is as idle as its
-    /// last write.
-    var lastAccess: Int64 = 0
-    private var ringPosition: Int32 = -1
-    private var bucketPosition: Int32 = -1
-    var frequencyMinutes: UInt32 = 0
-    /// What the next batch must write for this key.
-    var change = Change.none
-    /// The clock's bit: read since the hand last passed.
-    var referenced = false
-    /// Written while the log was replayed without looking the key up in the
-    /// file: the totals count it as new until the writer, applying it,
-    /// finds what the file held and corrects them.
-    var assumedNew = false
-    var frequency: UInt8 = AccessTracking.initialFrequency
-
-    /// Its place in the clock ring, for clean slots (-1 otherwise).
-    fileprivate var ringIndex: Int {
-        get { Int(ringPosition) }
-        set { ringPosition = Int32(truncatingIfNeeded: newValue) }
-    }
-    /// Where it is in its bucket of the index of unapplied slots (-1: not there).
-    fileprivate var indexPosition: Int {
-        get { Int(bucketPosition) }
-        set { bucketPosition = Int32(truncatingIfNeeded: newValue) }
-    }
-    fileprivate var indexed: Bool { bucketPosition >= 0 }
-
-    init(digest: KeyDigest, key: [UInt8], row: Row?) {
-        self.digest = digest
-        self.key = key
-        self.row = row
-    }
-
-    /// Not yet in the file: changed since the last seal, or in a batch not yet applied.
-    var isUnapplied: Bool { change != .none || inFlight != 0 }
-
-    /// The bytes this entry counts against its cache's capacity (0 when absent).
-    var contentSize: Int { row.map { key.count + $0.bodySize } ?? 0 }
-}
-
 /// A memory budget shared by the key tables of several caches (the
 /// server's `memory-tier-size`): unapplied bytes (memtables) and clean
 /// bytes (the tier) of every table count against `limit`. Past it, clean
@@ -188,7 +119,7 @@ final class KeyTable {
     var count: Int { slots.count }
 
     static func cost(_ slot: KeySlot) -> Int {
-        cost(key: slot.key, row: slot.row)
+        slot.memoryBytes + overhead
     }
 
     /// The cost of a slot holding `key` and `row`, from the values given (no
@@ -225,9 +156,10 @@ final class KeyTable {
     @discardableResult
     func cache(_ digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot? {
         precondition(slots[digest] == nil, "cache() of a key the table already holds")
-        let slot = KeySlot(digest: digest, key: key, row: row)
-        slot.cost = Self.cost(slot)
-        guard budget.limit > 0, slot.cost <= budget.limit / 4 else { return nil }
+        let cost = Self.cost(key: key, row: row)
+        guard budget.limit > 0, cost <= budget.limit / 4 else { return nil }
+        let slot = KeySlot.make(digest: digest, key: key, row: row)
+        slot.cost = cost
         slots[digest] = slot
         addToRing(slot)
         cleanBytes += slot.cost
@@ -256,22 +188,44 @@ final class KeyTable {
     func write(_ digest: KeyDigest, key: consuming [UInt8], row: consuming Row?, found: KeySlot?) -> KeySlot {
         // A key the table did not know to exist gets a row: the file may
         // hold it once a batch carries it (see FileKeys).
-        if row != nil && (found == nil || found!.row == nil) { fileKeys?.insert(digest) }
+        if row != nil && (found == nil || !found!.hasRow) { fileKeys?.insert(digest) }
         let cost = Self.cost(key: key, row: row)
         let slot: KeySlot
         if let found {
             assert(slots[digest] === found, "write(found:) with a stale slot")
             slot = found
             detach(slot)
-            slot.key = key
             slot.row = row
         } else {
             assert(slots[digest] == nil, "write(found: nil) of a key the table holds")
-            slot = KeySlot(digest: digest, key: key, row: row)
+            slot = KeySlot.make(digest: digest, key: key, row: row)
             slots[digest] = slot
         }
         markChanged(slot, .row)
         attach(slot, cost: cost)
+        return slot
+    }
+
+    /// `write(_:key:row:found:)` of a row given as bytes in place (a SET's
+    /// key and value where they arrived): nothing is allocated for a key
+    /// the table holds when the new bytes fit its slot.
+    @discardableResult
+    func write(_ digest: KeyDigest, key: UnsafeRawBufferPointer, head: RowHead, metadata: UnsafeRawBufferPointer,
+               value: UnsafeRawBufferPointer, found: KeySlot?) -> KeySlot {
+        if found == nil || !found!.hasRow { fileKeys?.insert(digest) }
+        let slot: KeySlot
+        if let found {
+            assert(slots[digest] === found, "write(found:) with a stale slot")
+            slot = found
+            detach(slot)
+        } else {
+            assert(slots[digest] == nil, "write(found: nil) of a key the table holds")
+            slot = KeySlot.make(digest: digest, key: key, payload: key.count + metadata.count + value.count)
+            slots[digest] = slot
+        }
+        slot.assign(head, metadata: metadata, value: value, live: nil)
+        markChanged(slot, .row)
+        attach(slot, cost: key.count + metadata.count + value.count + Self.overhead)
         return slot
     }
 
@@ -342,20 +296,30 @@ final class KeyTable {
 
     /// Hands every changed slot's state to batch `id`: each becomes in
     /// flight with it, its live value frozen until the batch completes.
-    func seal(_ id: UInt64) -> [BatchWrite] {
-        var writes: [BatchWrite] = []
+    func seal(_ id: UInt64) -> SealedWrites {
+        var writes = SealedWrites()
         writes.reserveCapacity(changed.count)
         for slot in changed {
-            let op: BatchWrite.Op
-            switch (slot.change, slot.row) {
+            switch (slot.change, slot.hasRow) {
             case (.none, _): continue
-            case (.touch, let row?): op = .touch(seq: row.seq)
-            case (_, let row?):
-                if case .live(let value) = row.value { value.isFrozen = true }
-                op = .put(row)
-            case (_, nil): op = .delete
+            case (.touch, true):
+                writes.append(BatchWrite(digest: slot.digest, op: .touch(seq: slot.seq), correct: slot.assumedNew))
+            case (_, true):
+                var write = BatchWrite(digest: slot.digest, op: .put(RowHead(storageDate: slot.storageDate, seq: slot.seq,
+                                                                               expiresAt: slot.expiresAt, kind: slot.kind)),
+                                       correct: slot.assumedNew)
+                if let live = slot.live {
+                    live.isFrozen = true
+                    write.live = live
+                }
+                slot.withKey { key in
+                    slot.withMetadata { metadata in
+                        slot.withValueBytes { value in writes.append(write, key: key, metadata: metadata, value: value) }
+                    }
+                }
+            case (_, false):
+                writes.append(BatchWrite(digest: slot.digest, op: .delete, correct: slot.assumedNew))
             }
-            writes.append(BatchWrite(digest: slot.digest, key: slot.key, op: op, correct: slot.assumedNew))
             slot.change = .none
             slot.inFlight = id
         }
@@ -366,21 +330,20 @@ final class KeyTable {
     /// Takes back batch `id`'s slots once the writer is done with them: they
     /// are clean again, unless changed since; when the batch failed they
     /// are marked for the next one.
-    func complete(_ id: UInt64, _ writes: [BatchWrite], failed: Bool) {
+    func complete(_ id: UInt64, _ writes: SealedWrites, failed: Bool) {
         complete(id, writes, in: writes.indices, failed: failed)
     }
 
     /// Takes back the slots of `range` of batch `id`'s writes (a batch may
     /// be taken back a part at a time: until then a slot stays in flight).
-    func complete(_ id: UInt64, _ writes: [BatchWrite], in range: Range<Int>, failed: Bool) {
+    func complete(_ id: UInt64, _ writes: SealedWrites, in range: Range<Int>, failed: Bool) {
         // By index, not `for write in writes`: a copy of each write would
         // retain and release its key and row.
         for w in range {
             guard let slot = slots[writes[w].digest], slot.inFlight == id else { continue }
             detach(slot)
             slot.inFlight = 0
-            if case .put(let row) = writes[w].op, case .live(let value) = row.value,
-               case .live(let current)? = slot.row?.value, current === value {
+            if let value = writes[w].live, let current = slot.live, current === value {
                 value.isFrozen = false  // nobody else holds it now
             }
             if failed {
@@ -478,7 +441,7 @@ final class KeyTable {
         var digests: [KeyDigest] = []
         digests.reserveCapacity(unappliedCount)
         for bucket in unappliedIndex.indices {
-            for i in unappliedIndex[bucket].indices where unappliedIndex[bucket][i].row != nil {
+            for i in unappliedIndex[bucket].indices where unappliedIndex[bucket][i].hasRow {
                 digests.append(unappliedIndex[bucket][i].digest)
             }
         }

@@ -44,6 +44,20 @@ public enum LogOp: Equatable, Sendable {
     /// building the op (the log record of every SET).
     public static func encodePut(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
                                  metadata: [UInt8], value: [UInt8], into out: inout [UInt8]) {
+        key.withUnsafeBytes { key in
+            metadata.withUnsafeBytes { metadata in
+                value.withUnsafeBytes { value in
+                    LogCodec.appendPut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                                       metadata: metadata, value: value, to: &out)
+                }
+            }
+        }
+    }
+
+    /// `encodePut` of bytes viewed in place (a SET's key and value in its request).
+    public static func encodePut(cache: String, key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double,
+                                 expiresAt: Int64?, metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+                                 into out: inout [UInt8]) {
         LogCodec.appendPut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
                            metadata: metadata, value: value, to: &out)
     }
@@ -113,8 +127,8 @@ enum LogCodec {
     static func append(_ op: LogOp, to out: inout [UInt8]) {
         switch op {
         case .put(let cache, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
-            appendPut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
-                      metadata: metadata, value: value, to: &out)
+            LogOp.encodePut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                            metadata: metadata, value: value, into: &out)
             return
         default:
             break
@@ -147,8 +161,9 @@ enum LogCodec {
     }
 
     /// Encodes a put op (the op of every SET) onto `out`, as `append(_:to:)`.
-    static func appendPut(cache: String, key: [UInt8], kind: ValueKind, storageDate: Double, expiresAt: Int64?,
-                          metadata: [UInt8], value: [UInt8], to out: inout [UInt8]) {
+    static func appendPut(cache: String, key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double,
+                          expiresAt: Int64?, metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+                          to out: inout [UInt8]) {
         var name = cache
         name.withUTF8 { nameBytes in
             precondition(nameBytes.count <= 255, "a cache name of \(nameBytes.count) bytes")
@@ -161,15 +176,15 @@ enum LogCodec {
                 cursor.put(UInt8(nameBytes.count))
                 cursor.put(UnsafeRawBufferPointer(nameBytes))
                 cursor.put(UInt32(key.count))
-                key.withUnsafeBytes { cursor.put($0) }
+                cursor.put(key)
                 cursor.put(kind.rawValue)
                 cursor.put(storageDate.bitPattern)
                 cursor.put(UInt8(expiresAt == nil ? 0 : 1))
                 cursor.put(UInt64(bitPattern: expiresAt ?? 0))
                 cursor.put(UInt32(metadata.count))
-                metadata.withUnsafeBytes { cursor.put($0) }
+                cursor.put(metadata)
                 cursor.put(UInt32(value.count))
-                value.withUnsafeBytes { cursor.put($0) }
+                cursor.put(value)
             }
         }
     }

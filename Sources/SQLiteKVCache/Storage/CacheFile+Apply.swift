@@ -1,11 +1,13 @@
 import CSQLite
 import Foundation
 
-/// One key's change in a batch.
+/// One key's change in a batch. A put's key, metadata and value lie in
+/// the batch's bytes (`SealedWrites`), copied there at the seal; a live
+/// value is held as is (frozen) and encoded by the writer.
 struct BatchWrite {
     enum Op {
         /// Insert or replace the row.
-        case put(Row)
+        case put(RowHead)
         /// Remove the row, if there is one.
         case delete
         /// Only the row's write order changed (LRU recency).
@@ -13,11 +15,91 @@ struct BatchWrite {
     }
 
     let digest: KeyDigest
-    let key: [UInt8]
     let op: Op
+    /// A put's live value, if it has one (its bytes are not copied).
+    var live: LiveValue?
+    /// Where a put's key, metadata and value lie, one after the other: the
+    /// chunk of the batch's bytes and the offset in it.
+    var chunk: Int32 = 0
+    var offset: UInt32 = 0
+    var keyLength: UInt32 = 0
+    var metadataLength: UInt32 = 0
+    var valueLength: UInt32 = 0
     /// The totals counted this key as new (a blind write of a replay): the
     /// writer looks up what the file holds and corrects them.
     var correct = false
+
+    init(digest: KeyDigest, op: Op, correct: Bool) {
+        self.digest = digest
+        self.op = op
+        self.correct = correct
+    }
+}
+
+/// The writes of a sealed batch, and the bytes of its puts in chunks of
+/// about a megabyte (one copy per key at the seal, no array per key;
+/// chunks, so a seal of a million keys never copies what it gathered).
+struct SealedWrites: RandomAccessCollection {
+    var list: [BatchWrite] = []
+    private var chunks: [[UInt8]] = []
+    static let chunkSize = 1 << 20
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { list.count }
+    subscript(index: Int) -> BatchWrite { list[index] }
+
+    /// Adds `write`, a put whose key, metadata and value are given.
+    mutating func append(_ write: BatchWrite, key: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer,
+                         value: UnsafeRawBufferPointer) {
+        var write = write
+        let size = key.count + metadata.count + value.count
+        if chunks.isEmpty || chunks[chunks.count - 1].count + size > chunks[chunks.count - 1].capacity {
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(Swift.max(Self.chunkSize, size))
+            chunks.append(chunk)
+        }
+        let last = chunks.count - 1
+        write.chunk = Int32(last)
+        write.offset = UInt32(chunks[last].count)
+        write.keyLength = UInt32(key.count)
+        write.metadataLength = UInt32(metadata.count)
+        write.valueLength = UInt32(value.count)
+        chunks[last].append(contentsOf: key)
+        chunks[last].append(contentsOf: metadata)
+        chunks[last].append(contentsOf: value)
+        list.append(write)
+    }
+
+    /// Adds `write`, a delete or a touch (no bytes).
+    mutating func append(_ write: BatchWrite) {
+        list.append(write)
+    }
+
+    mutating func reserveCapacity(_ count: Int) { list.reserveCapacity(count) }
+
+    /// Orders the writes by digest (the file applies them so: neighbouring
+    /// keys share B-tree pages).
+    mutating func sortByDigest() { list.sort { $0.digest < $1.digest } }
+
+    /// Calls `body` with a put's key, metadata and value bytes (the value
+    /// is empty for a live value).
+    func withBytes<R>(of write: BatchWrite, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try chunks[Int(write.chunk)].withUnsafeBytes { all in
+            let start = Int(write.offset), key = Int(write.keyLength), metadata = Int(write.metadataLength)
+            return try body(UnsafeRawBufferPointer(rebasing: all[start..<(start + key)]),
+                            UnsafeRawBufferPointer(rebasing: all[(start + key)..<(start + key + metadata)]),
+                            UnsafeRawBufferPointer(rebasing: all[(start + key + metadata)..<(start + key + metadata + Int(write.valueLength))]))
+        }
+    }
+
+    /// The row a put at `index` writes, as a copy (tests, diagnostics); nil for a delete or a touch.
+    func row(at index: Int) -> Row? {
+        guard case .put(let head) = list[index].op else { return nil }
+        return withBytes(of: list[index]) { _, metadata, value in
+            Row(storageDate: head.storageDate, seq: head.seq, expiresAt: head.expiresAt, kind: head.kind,
+                metadata: [UInt8](metadata), value: list[index].live.map { .live($0) } ?? .bytes([UInt8](value)))
+        }
+    }
 }
 
 /// A change to a cache's totals.
@@ -62,7 +144,7 @@ public final class CacheBatch: @unchecked Sendable {
     /// The log position the batch completes (0 without a log).
     let lsn: UInt64
     let clear: Bool
-    var writes: [BatchWrite]
+    var writes: SealedWrites
     let totals: Totals
     /// Set by `apply()` when the batch could not be applied.
     public internal(set) var error: SQLiteKVCache.Error?
@@ -80,7 +162,7 @@ public final class CacheBatch: @unchecked Sendable {
     /// of changes the file does not have, and it is not applied.
     var failuresSeen: UInt64 = 0
 
-    init(file: CacheFile, id: UInt64, lsn: UInt64, clear: Bool, writes: [BatchWrite], totals: Totals) {
+    init(file: CacheFile, id: UInt64, lsn: UInt64, clear: Bool, writes: SealedWrites, totals: Totals) {
         self.file = file
         self.id = id
         self.lsn = lsn
@@ -120,7 +202,7 @@ extension CacheFile {
             if batch.createRecencyIndex { try ensureRecencyIndex() }
             try writer.execute("BEGIN IMMEDIATE")
             if batch.clear { try writer.execute("DELETE FROM entries") }
-            batch.writes.sort { $0.digest < $1.digest }
+            batch.writes.sortByDigest()
             let upsert = try writer.statement("""
                 INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -142,16 +224,24 @@ extension CacheFile {
                 switch write.op {
                 case .put(let row):
                     defer { upsert.reset() }
-                    let value = row.value.bytes
-                    upsert.bind(1, write.key.count + row.metadata.count + value.count)
                     upsert.bind(2, row.storageDate)
                     upsert.bind(3, row.seq)
                     if let expiresAt = row.expiresAt { upsert.bind(4, expiresAt) } else { upsert.bindNull(4) }
-                    upsert.bind(5, write.key)
-                    upsert.bind(6, row.metadata)
-                    upsert.bind(7, value)
                     upsert.bind(8, Int64(row.kind.rawValue))
                     write.digest.withBytes { upsert.bind(9, $0) }
+                    // Bound as copies (SQLITE_TRANSIENT), while the batch's bytes are in view.
+                    batch.writes.withBytes(of: write) { key, metadata, bytes in
+                        upsert.bind(5, key)
+                        upsert.bind(6, metadata)
+                        if let live = write.live {
+                            let value = live.encoded()
+                            upsert.bind(1, key.count + metadata.count + value.count)
+                            upsert.bind(7, value)
+                        } else {
+                            upsert.bind(1, key.count + metadata.count + bytes.count)
+                            upsert.bind(7, bytes)
+                        }
+                    }
                     _ = try upsert.step()
                 case .delete:
                     defer { delete.reset() }

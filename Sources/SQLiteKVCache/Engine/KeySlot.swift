@@ -1,0 +1,336 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the next batch must write for a key.
+enum SlotChange: UInt8 {
+    /// The file has (or is being given) this state.
+    case none
+    /// Only the write order changed (LRU recency).
+    case touch
+    /// The row was written or deleted.
+    case row
+}
+
+/// The fixed part of a `KeySlot`: its state and bookkeeping, followed in
+/// the same heap block by its bytes (the key, the metadata, then the value).
+///
+/// Widest fields first, the lengths and positions as 32-bit integers and
+/// the one-byte fields last: 143 bytes.
+struct SlotFields {
+    let digest: KeyDigest
+    /// The value in its working form (a list, a hash, …), when it has one:
+    /// the bytes then hold no value.
+    var live: LiveValue?
+    /// The bytes, when they outgrew the room in the slot's own block:
+    /// a block of `spillCapacity` bytes of its own.
+    var spill: UnsafeMutableRawPointer?
+    /// The memory the slot is counted for.
+    var cost = 0
+    /// Redis's LRU clock (milliseconds since 1970; see `AccessTracking`).
+    var lastAccess: Int64 = 0
+    var storageDate: Double = 0
+    var seq: Int64 = 0
+    var expiresAt: Int64 = 0
+    /// The batch carrying this key's last sealed state, until it completes (0: none).
+    var inFlight: UInt64 = 0
+    /// Bytes the slot's own block has room for after these fields.
+    let inlineCapacity: UInt32
+    var spillCapacity: UInt32 = 0
+    let keyLength: UInt32
+    var metadataLength: UInt32 = 0
+    var valueLength: UInt32 = 0
+    /// Its place in the clock ring, for clean slots (-1 otherwise).
+    var ringPosition: Int32 = -1
+    /// Where it is in its bucket of the index of unapplied slots (-1: not there).
+    var bucketPosition: Int32 = -1
+    /// When the LFU counter last decayed (minutes since 1970).
+    var frequencyMinutes: UInt32 = 0
+    var change = SlotChange.none
+    /// The clock's bit: read since the hand last passed.
+    var referenced = false
+    /// Written while the log was replayed without looking the key up in the
+    /// file: the totals count it as new until the writer, applying it,
+    /// finds what the file held and corrects them.
+    var assumedNew = false
+    /// Redis's logarithmic LFU counter.
+    var frequency: UInt8 = AccessTracking.initialFrequency
+    var kind = ValueKind.string
+    /// False when the key is known to be absent (a delete not yet applied,
+    /// or a miss remembered).
+    var hasRow = false
+    var hasExpiry = false
+
+    init(digest: KeyDigest, inlineCapacity: Int, keyLength: Int) {
+        self.digest = digest
+        self.inlineCapacity = UInt32(truncatingIfNeeded: inlineCapacity)
+        self.keyLength = UInt32(keyLength)
+    }
+}
+
+/// The non-byte part of a row: what `KeySlot.assign` takes beside the
+/// metadata and value bytes.
+struct RowHead {
+    var storageDate: Double
+    var seq: Int64
+    var expiresAt: Int64?
+    var kind: ValueKind
+}
+
+/// One key the engine knows in memory: its current state, and where that
+/// state is on its way to the file. One heap block holds the bookkeeping,
+/// the key, the metadata and the value (a value of more than
+/// `inlineLimit` bytes, or one that outgrew the block, has a block of its
+/// own), so a key in memory costs one allocation, and overwriting a value
+/// with one that fits allocates nothing.
+///
+/// The key never changes (a slot is found by its digest). Not thread-safe:
+/// a batch copies what it needs at its seal.
+final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
+    typealias Change = SlotChange
+
+    /// Bytes (key, metadata and value) kept in the slot's own block; more
+    /// go to a block of their own, so a slot overwritten with a smaller
+    /// value never keeps more than this much unused.
+    static let inlineLimit = 1024
+
+    /// A slot for `key` with room for `payload` bytes (key included).
+    static func make(digest: KeyDigest, key: UnsafeRawBufferPointer, payload: Int) -> KeySlot {
+        let inline = payload <= inlineLimit ? payload : 0
+        let slot = unsafeDowncast(create(minimumCapacity: inline) { buffer in
+            SlotFields(digest: digest, inlineCapacity: inline == 0 ? 0 : min(buffer.capacity, inlineLimit),
+                       keyLength: key.count)
+        }, to: KeySlot.self)
+        slot.reserve(payload, keeping: 0)
+        if key.count > 0 { slot.base.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        return slot
+    }
+
+    /// A slot for `key` holding `row` (nil: known to be absent).
+    static func make(digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot {
+        let payload = key.count + (row.map { $0.metadata.count + $0.value.inlineSize } ?? 0)
+        let slot = key.withUnsafeBytes { make(digest: digest, key: $0, payload: payload) }
+        slot.row = row
+        return slot
+    }
+
+    deinit {
+        header.spill.map { free($0) }
+    }
+
+    // MARK: The bytes
+
+    /// Where the bytes start: the spilled block, or right after the fields.
+    @inline(__always)
+    private var base: UnsafeMutableRawPointer {
+        if let spill = header.spill { return spill }
+        return withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
+    }
+
+    /// Makes room for `count` bytes, keeping the first `keeping` (the key,
+    /// and whatever else the caller still needs) where `base` will be.
+    private func reserve(_ count: Int, keeping: Int) {
+        if count <= Int(header.inlineCapacity) {
+            guard let spill = header.spill else { return }
+            // Back into the slot's own block.
+            withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }.copyMemory(from: spill, byteCount: keeping)
+            free(spill)
+            header.spill = nil
+            header.spillCapacity = 0
+            return
+        }
+        let capacity = Int(header.spillCapacity)
+        if header.spill != nil && count <= capacity && count >= capacity / 4 { return }
+        guard let block = malloc(max(count, 1)) else { fatalError("out of memory for a slot of \(count) bytes") }
+        if keeping > 0 { block.copyMemory(from: base, byteCount: keeping) }
+        header.spill.map { free($0) }
+        header.spill = block
+        header.spillCapacity = UInt32(truncatingIfNeeded: min(max(count, 1), Int(UInt32.max)))
+    }
+
+    /// Sets the row: its fields, and its metadata and value bytes (or the
+    /// live value, whose bytes are not kept).
+    func assign(_ head: RowHead, metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, live: LiveValue?) {
+        let keyCount = Int(header.keyLength)
+        let valueCount = live == nil ? value.count : 0
+        reserve(keyCount + metadata.count + valueCount, keeping: keyCount)
+        let base = self.base
+        if metadata.count > 0 { (base + keyCount).copyMemory(from: metadata.baseAddress!, byteCount: metadata.count) }
+        if valueCount > 0 { (base + keyCount + metadata.count).copyMemory(from: value.baseAddress!, byteCount: valueCount) }
+        header.metadataLength = UInt32(metadata.count)
+        header.valueLength = UInt32(valueCount)
+        header.live = live
+        header.storageDate = head.storageDate
+        header.seq = head.seq
+        header.expiresAt = head.expiresAt ?? 0
+        header.hasExpiry = head.expiresAt != nil
+        header.kind = head.kind
+        header.hasRow = true
+    }
+
+    /// Gives the row `value` as its live value in place of its value bytes
+    /// (its fields and metadata stay).
+    func setLive(_ value: LiveValue) {
+        precondition(header.hasRow, "setLive on a slot without a row")
+        header.live = value
+        header.valueLength = 0
+        let kept = Int(header.keyLength) + Int(header.metadataLength)
+        reserve(kept, keeping: kept)  // a large value's block goes
+    }
+
+    /// Marks the key absent (a delete, or a miss remembered): only the key is kept.
+    func clearRow() {
+        header.live = nil
+        header.metadataLength = 0
+        header.valueLength = 0
+        header.hasRow = false
+        header.hasExpiry = false
+        reserve(Int(header.keyLength), keeping: Int(header.keyLength))
+    }
+
+    /// Calls `body` with the key's bytes (valid only inside it).
+    @inline(__always)
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(UnsafeRawBufferPointer(start: base, count: Int(header.keyLength))) }
+    }
+
+    /// Calls `body` with the metadata's bytes (valid only inside it).
+    @inline(__always)
+    func withMetadata<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) {
+            try body(UnsafeRawBufferPointer(start: base + Int(header.keyLength), count: Int(header.metadataLength)))
+        }
+    }
+
+    /// Calls `body` with the value's bytes (valid only inside it; empty for a live value).
+    @inline(__always)
+    func withValueBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) {
+            try body(UnsafeRawBufferPointer(start: base + Int(header.keyLength) + Int(header.metadataLength),
+                                            count: Int(header.valueLength)))
+        }
+    }
+
+    /// A copy of the key.
+    var key: [UInt8] { withKey { [UInt8]($0) } }
+
+    // MARK: The row
+
+    /// The key's current row, or nil when it is known to be absent; a copy
+    /// (the metadata and value bytes are copied out). Setting it copies the
+    /// row's bytes in.
+    var row: Row? {
+        get {
+            guard header.hasRow else { return nil }
+            let value: StoredValue = header.live.map { .live($0) } ?? .bytes(withValueBytes { [UInt8]($0) })
+            return Row(storageDate: header.storageDate, seq: header.seq, expiresAt: expiresAt, kind: header.kind,
+                       metadata: header.metadataLength == 0 ? [] : withMetadata { [UInt8]($0) }, value: value)
+        }
+        set {
+            guard let row = newValue else { return clearRow() }
+            let head = RowHead(storageDate: row.storageDate, seq: row.seq, expiresAt: row.expiresAt, kind: row.kind)
+            row.metadata.withUnsafeBytes { metadata in
+                switch row.value {
+                case .bytes(let bytes): bytes.withUnsafeBytes { assign(head, metadata: metadata, value: $0, live: nil) }
+                case .live(let value): assign(head, metadata: metadata, value: UnsafeRawBufferPointer(start: nil, count: 0), live: value)
+                }
+            }
+        }
+    }
+
+    var digest: KeyDigest { header.digest }
+    var hasRow: Bool { header.hasRow }
+    var kind: ValueKind { header.kind }
+    var live: LiveValue? { header.live }
+    var storageDate: Double {
+        get { header.storageDate }
+        set { header.storageDate = newValue }
+    }
+    var seq: Int64 {
+        get { header.seq }
+        set { header.seq = newValue }
+    }
+    /// The row's expiry (nil: none, or no row).
+    var expiresAt: Int64? {
+        get { header.hasExpiry ? header.expiresAt : nil }
+        set {
+            header.expiresAt = newValue ?? 0
+            header.hasExpiry = newValue != nil && header.hasRow
+        }
+    }
+
+    func isExpired(at now: Int64) -> Bool { header.hasExpiry && header.expiresAt <= now }
+
+    /// The row's content bytes without the key (0 without a row).
+    var bodySize: Int {
+        guard header.hasRow else { return 0 }
+        return Int(header.metadataLength) + (header.live.map(\.encodedSize) ?? Int(header.valueLength))
+    }
+
+    /// The bytes this entry counts against its cache's capacity (0 when absent).
+    var contentSize: Int { header.hasRow ? Int(header.keyLength) + bodySize : 0 }
+
+    var keyCount: Int { Int(header.keyLength) }
+
+    /// Bytes of memory the key, metadata and value take (a live value: its estimate).
+    var memoryBytes: Int {
+        Int(header.keyLength) + Int(header.metadataLength) + (header.live.map(\.memoryCost) ?? Int(header.valueLength))
+    }
+
+    // MARK: Bookkeeping
+
+    var inFlight: UInt64 {
+        get { header.inFlight }
+        set { header.inFlight = newValue }
+    }
+    var cost: Int {
+        get { header.cost }
+        set { header.cost = newValue }
+    }
+    var lastAccess: Int64 {
+        get { header.lastAccess }
+        set { header.lastAccess = newValue }
+    }
+    var frequencyMinutes: UInt32 {
+        get { header.frequencyMinutes }
+        set { header.frequencyMinutes = newValue }
+    }
+    var frequency: UInt8 {
+        get { header.frequency }
+        set { header.frequency = newValue }
+    }
+    var change: Change {
+        get { header.change }
+        set { header.change = newValue }
+    }
+    var referenced: Bool {
+        get { header.referenced }
+        set { header.referenced = newValue }
+    }
+    var assumedNew: Bool {
+        get { header.assumedNew }
+        set { header.assumedNew = newValue }
+    }
+    /// Its place in the clock ring, for clean slots (-1 otherwise).
+    var ringIndex: Int {
+        get { Int(header.ringPosition) }
+        set { header.ringPosition = Int32(truncatingIfNeeded: newValue) }
+    }
+    /// Where it is in its bucket of the index of unapplied slots (-1: not there).
+    var indexPosition: Int {
+        get { Int(header.bucketPosition) }
+        set { header.bucketPosition = Int32(truncatingIfNeeded: newValue) }
+    }
+    var indexed: Bool { header.bucketPosition >= 0 }
+
+    /// Not yet in the file: changed since the last seal, or in a batch not yet applied.
+    var isUnapplied: Bool { header.change != .none || header.inFlight != 0 }
+}
+
+extension StoredValue {
+    /// Bytes a slot keeps for the value (none for a live value).
+    var inlineSize: Int {
+        if case .bytes(let bytes) = self { return bytes.count }
+        return 0
+    }
+}
