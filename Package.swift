@@ -32,13 +32,16 @@ let package = Package(
 
         // CRC-32C with the CPU's crc32 instruction, for the log's checksums.
         .target(name: "CChecksum"),
+        // The loop's per-thread clocks (C11 thread-local storage).
+        .target(name: "CThreadClock"),
 
         // Storage: the embeddable engine. Knows nothing of the protocol or the server.
         .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto", "CChecksum"], swiftSettings: releaseSettings),
         // Protocol: RESP parsing and encoding, no I/O.
         .target(name: "RESP", swiftSettings: releaseSettings),
         // Server: event loop, connections, command table, config, INFO.
-        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto", "CSSL", "CLuaScripting"],
+        .target(name: "KVCacheServer", dependencies: ["SQLiteKVCache", "RESP", "CLinux", "CCrypto", "CSSL", "CLuaScripting",
+                                                      "CThreadClock"],
                 swiftSettings: releaseSettings),
         .executableTarget(name: "kvcache-server", dependencies: ["KVCacheServer"]),
         // The engine benchmark (bench/engine/run.py compares it with a C ceiling).

@@ -65,6 +65,15 @@ final class Command: Sendable {
     let skipsSlowlog: Bool
     /// MULTI, EXEC, DISCARD, WATCH, UNWATCH, QUIT and RESET run at once inside a transaction.
     let isTransactionControl: Bool
+    /// DBSIZE and INFO: they count keys, so they wait while a replay's totals are inexact.
+    let countsKeys: Bool
+    /// Whether the command may change more than the selected cache (MOVE,
+    /// COPY … DB, SWAPDB, FLUSHALL, EXEC and scripts, which may SELECT):
+    /// under `appendonly no` only such a command is recorded, so a crash
+    /// never half-applies it (see `Persistence.beginCommand`).
+    let maySpanCaches: Bool
+    static let spanningCommands: Set<String> = ["move", "copy", "swapdb", "flushall", "exec", "eval", "evalsha", "eval_ro",
+                                                "evalsha_ro", "fcall", "fcall_ro", "restore", "migrate", "debug"]
     /// What ACL checks know of it: its id, categories, key positions, subcommands.
     let aclEntry: ACLCommandEntry
 
@@ -103,6 +112,8 @@ final class Command: Sendable {
         self.isExec = name == "exec"
         self.skipsSlowlog = flags.contains("skip_slowlog")
         self.isTransactionControl = ["multi", "exec", "discard", "watch", "unwatch", "quit", "reset"].contains(name)
+        self.countsKeys = name == "dbsize" || name == "info"
+        self.maySpanCaches = Self.spanningCommands.contains(name)
         self.aclEntry = ACLCommandCatalog.entry(for: name, flags: flags, fallbackCategories: Self.derivedCategories(flags: flags, group: group),
                                                 firstKey: firstKey, lastKey: lastKey, step: step, subcommands: subcommands)
     }

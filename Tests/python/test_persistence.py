@@ -376,6 +376,39 @@ def test_move_and_swapdb_are_whole_across_kill9(fresh_server):
     assert c.command("GET", "in2") == b"x" and c.command("DBSIZE") == 1
 
 
+def test_appendonly_no_logs_only_what_spans_caches_and_keeps_it_whole(fresh_server):
+    """Without appendonly, a write of one cache goes to SQLite alone (nothing
+    is encoded for the log), while MOVE, SWAPDB and a transaction across
+    caches are logged, so a kill -9 never half-applies them."""
+    s = fresh_server(args=DEBUG + ["--appendonly", "no"])
+    c = s.raw()
+    for i in range(10):
+        assert c.command("SET", "k%d" % i, "v%d" % i) == "OK"
+    assert c.command("SAVE") == "OK"  # in the file
+    logged = sum(os.path.getsize(p) for p in segments(s))
+    assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
+    for i in range(200):
+        assert c.command("SET", "lost%d" % i, "x" * 100) == "OK"
+    assert sum(os.path.getsize(p) for p in segments(s)) == logged  # nothing encoded for them
+    assert c.command("MOVE", "k0", "1") == 1
+    assert c.command("MULTI") == "OK"
+    assert c.command("SET", "t0", "a") == "QUEUED"
+    assert c.command("SELECT", "3") == "QUEUED"
+    assert c.command("SET", "t3", "b") == "QUEUED"
+    assert c.command("EXEC") == ["OK", "OK", "OK"]
+    assert c.command("SELECT", "0") == "OK"
+    assert c.command("SWAPDB", "1", "2") == "OK"
+    assert sum(os.path.getsize(p) for p in segments(s)) > logged
+    s.kill9()
+    s.start()
+    c = s.raw()
+    assert c.command("EXISTS", "k0") == 0 and c.command("GET", "k1") == b"v1"
+    assert c.command("GET", "t0") == b"a"
+    assert c.command("EXISTS", "lost0") == 0  # acknowledged, never applied: the promise of appendonly no
+    assert c.command("SELECT", "2") == "OK" and c.command("GET", "k0") == b"v0"
+    assert c.command("SELECT", "3") == "OK" and c.command("GET", "t3") == b"b"
+
+
 def test_deprecated_durability_is_read_with_a_warning(fresh_server):
     s = fresh_server(args=["--durability", "everysec"])
     c = s.raw()

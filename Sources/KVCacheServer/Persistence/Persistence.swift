@@ -41,7 +41,7 @@ public enum AppendFsync: String, Sendable, CaseIterable {
 /// Loop-thread only, except the two background threads it owns (the
 /// writer and the log's fsync), which wake the loop through `wakeFD`.
 final class Persistence {
-    private unowned let server: Server
+    private unowned(unsafe) let server: Server  // the server owns this, and outlives it
     private(set) var log: AppendLog?
     let writer: BatchWriter
     /// An eventfd the background threads write to; the loop polls it.
@@ -72,7 +72,12 @@ final class Persistence {
         let opCountStart: Int
         let live: Bool
         let rewrite: [[[UInt8]]]?
+        let unrecorded: Bool
     }
+    /// Set while a command runs whose record would be dropped at its end
+    /// (`appendonly no`, a command of one cache, outside a transaction):
+    /// its changes are counted but not encoded.
+    private var unrecorded = false
     /// Set while replaying the log: nothing is recorded.
     private(set) var replaying = false
     /// The stamp of the record being built, once `recordNow` fixed it.
@@ -162,6 +167,7 @@ final class Persistence {
 
     init(server: Server, config: ServerConfig) throws {
         self.server = server
+        budget = server.registry.memoryBudget
         let fd = eventfd(0, kv_EFD_NONBLOCK | kv_EFD_CLOEXEC)
         guard fd >= 0 else { throw SystemError(function: "eventfd", errno: errno) }
         wakeFD = fd
@@ -207,7 +213,7 @@ final class Persistence {
     func record(_ op: LogOp) {
         guard !replaying else { return }
         changes += 1
-        guard log != nil else { return }
+        guard log != nil, !unrecorded else { return }
         op.encode(into: &recordOps)
         recordOpCount += 1
         switch op {
@@ -237,7 +243,7 @@ final class Persistence {
                    metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         guard !replaying else { return }
         changes += 1
-        guard log != nil else { return }
+        guard log != nil, !unrecorded else { return }
         LogOp.encodePut(cache: cache, key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
                         metadata: metadata, value: value, into: &recordOps)
         recordOpCount += 1
@@ -253,12 +259,18 @@ final class Persistence {
     }
 
     /// A command starts: its ops are those recorded from now on.
-    func beginCommand() -> CommandMark {
+    /// - Parameter unrecorded: the command changes one cache at most, and
+    ///   runs at the top level: without `appendonly`, where only records
+    ///   spanning caches are kept (so a crash never half-applies them), its
+    ///   changes need not be encoded at all.
+    func beginCommand(unrecorded: Bool = false) -> CommandMark {
         defer {
             commandLive = false
             commandRewrite = nil
+            self.unrecorded = unrecorded && !everyChangeLogged && transactionDepth == 0 && recordOpCount == 0
         }
-        return CommandMark(opsStart: recordOps.count, opCountStart: recordOpCount, live: commandLive, rewrite: commandRewrite)
+        return CommandMark(opsStart: recordOps.count, opCountStart: recordOpCount, live: commandLive, rewrite: commandRewrite,
+                           unrecorded: self.unrecorded)
     }
 
     /// The running command changed a collection in place (or made a new
@@ -303,8 +315,9 @@ final class Persistence {
         defer {
             commandLive = mark.live
             commandRewrite = mark.rewrite
+            unrecorded = mark.unrecorded
         }
-        if commandLive && log != nil && !replaying {
+        if commandLive && log != nil && !replaying && !unrecorded {
             recordOps.removeSubrange(mark.opsStart...)
             recordOpCount = mark.opCountStart
             for command in commandRewrite ?? [args.copies] {
@@ -400,7 +413,9 @@ final class Persistence {
     // MARK: Seals
 
     /// Bytes of changes not yet in SQLite, over every open cache.
-    var unappliedBytes: Int { server.registry.memoryBudget.unappliedBytes }
+    var unappliedBytes: Int { budget.unappliedBytes }
+    /// The budget every cache's memtable counts against (the registry's).
+    private let budget: MemoryBudget
 
     /// Whether writes must wait for the writer (the memtables are full).
     var memtableFull: Bool { unappliedBytes >= server.config.memtableMaxBytes }

@@ -290,7 +290,9 @@ extension Server {
         runningCommandMayGrow = command.deniesOOM || (command.isExec && outer)
         defer { runningCommandMayGrow = outer }
         let cacheAtStart = connection.cache.name
-        let recording = persistence.beginCommand()
+        // Under appendonly no, a top-level command that cannot change two
+        // caches records nothing (its record would be dropped at its end).
+        let recording = persistence.beginCommand(unrecorded: commandDepth == 0 && !command.maySpanCaches)
         // One clock read serves the command's duration (Redis's call() times
         // with ustime() too) and the time its keys are judged by.
         let began = commandDepth == 0 ? batchClock ?? Self.realtimeMicroseconds() : Self.realtimeMicroseconds()
@@ -410,6 +412,7 @@ extension Server {
 
     /// The engines whose totals `command` needs exact and that are not yet.
     private func totalsToResolve(_ command: Command, _ connection: Connection) -> [CacheEngine] {
+        guard command.countsKeys else { return [] }
         switch command.name {
         case "dbsize": return connection.cache.engine.map { $0.totalsPending ? [$0] : [] } ?? []
         case "info": return registry.open.values.compactMap { $0.engine?.totalsPending ?? false ? $0.engine : nil }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLinux
+import CThreadClock
 import RESP
 import SQLiteKVCache
 
@@ -307,10 +308,12 @@ public final class Server {
     /// so it decides what had expired as it did then. Per thread (the
     /// loop's), as `commandTime`.
     static var clockOverride: Int64? {
-        get { clockOverrideSlot.value }
-        set { clockOverrideSlot.value = newValue }
+        get {
+            let value = kv_clock_override_get()
+            return value == 0 ? nil : value
+        }
+        set { kv_clock_override_set(newValue ?? 0) }
     }
-    private static let clockOverrideSlot = ThreadLocalMilliseconds()
 
     /// When the running top-level command started (milliseconds since
     /// 1970), or nil between commands: the time its keys are judged by
@@ -319,10 +322,12 @@ public final class Server {
     /// the loop's, so servers side by side in one process (the tests) and
     /// other threads (the writer) never see another loop's command.
     static var commandTime: Int64? {
-        get { commandTimeSlot.value }
-        set { commandTimeSlot.value = newValue }
+        get {
+            let value = kv_command_time_get()
+            return value == 0 ? nil : value
+        }
+        set { kv_command_time_set(newValue ?? 0) }
     }
-    private static let commandTimeSlot = ThreadLocalMilliseconds()
 
     /// The time expiry and access stamps use: a replayed record's time, else
     /// the running command's start, else now.
@@ -528,20 +533,3 @@ public final class Server {
 
 }
 
-/// An optional time in milliseconds kept per thread (a pthread key): the
-/// command clock of the loop running on that thread.
-struct ThreadLocalMilliseconds: @unchecked Sendable {
-    private let key: pthread_key_t
-
-    init() {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
-        self.key = key
-    }
-
-    /// The value on the calling thread (a time of 0 reads as nil).
-    var value: Int64? {
-        get { pthread_getspecific(key).map { Int64(Int(bitPattern: $0)) } }
-        nonmutating set { pthread_setspecific(key, newValue.flatMap { UnsafeRawPointer(bitPattern: Int($0)) }) }
-    }
-}
