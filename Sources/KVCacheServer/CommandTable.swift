@@ -219,6 +219,20 @@ struct PackedCommandName: Hashable, Sendable {
     private let w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
     private let length: Int
 
+    /// The packed name of bytes viewed in place (a request's first
+    /// argument): one pass over them, no generic iteration.
+    init?(bytes name: UnsafeRawBufferPointer) {
+        guard name.count <= Self.capacity else { return nil }
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { raw in
+            for i in 0..<name.count { raw[i] = asciiLower(name[i]) }
+        }
+        // The bytes in memory order: little-endian words, as `init?(_:)` packs them.
+        (w0, w1, w2, w3) = (UInt64(littleEndian: words.0), UInt64(littleEndian: words.1),
+                            UInt64(littleEndian: words.2), UInt64(littleEndian: words.3))
+        length = name.count
+    }
+
     init?(_ name: some Collection<UInt8>) {
         guard name.count <= Self.capacity else { return nil }
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
@@ -278,6 +292,15 @@ struct CommandTable: Sendable {
                 byLongName[name.map(asciiLower)] = command
             }
         }
+    }
+
+    /// The command named by `argument` in any case (a request's name, in
+    /// place): `lookup(_:)` without the generic packing.
+    func lookup(_ argument: Argument) -> Command? {
+        guard let packed = argument.withUnsafeBytes({ PackedCommandName(bytes: $0) }) else {
+            return byLongName[argument.map(asciiLower)]
+        }
+        return byPackedName[packed]
     }
 
     /// The command named by `name` in any case.

@@ -48,6 +48,37 @@ public enum RESPEncoder {
         out.append(0x0d); out.append(0x0a)
     }
 
+    /// `$len\r\nbytes\r\n` of bytes viewed in place: the header built on
+    /// the stack and appended at once (a GET's reply: three appends where
+    /// the generic form made five and a digit loop of its own).
+    @inlinable
+    public static func bulk(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        var header: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // "$" + up to 20 digits + CRLF
+        withUnsafeMutableBytes(of: &header) { raw in
+            raw[30] = 0x0d
+            raw[31] = 0x0a
+            var at = 30
+            var n = bytes.count
+            repeat {
+                at -= 1
+                raw[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: n % 10)
+                n /= 10
+            } while n > 0
+            at -= 1
+            raw[at] = UInt8(ascii: "$")
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[at...]))
+        }
+        out.append(contentsOf: bytes)
+        withUnsafeBytes(of: UInt16(0x0a0d).littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    /// `+OK\r\n` from the stack (no global array to reach).
+    @inlinable
+    public static func ok(into out: inout [UInt8]) {
+        // "+OK\r\n" = 2B 4F 4B 0D 0A, as the low five bytes of a little-endian word.
+        withUnsafeBytes(of: UInt64(0x0a0d_4b4f_2b).littleEndian) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<5])) }
+    }
+
     /// A bulk string of the UTF-8 of `text`.
     @inlinable
     public static func bulk(_ text: String, into out: inout [UInt8]) {

@@ -144,8 +144,10 @@ public struct RequestParser: Sendable {
         bulkLength = -1
         if argumentRanges.capacity > Self.keptRangeCapacity {
             argumentRanges = []
-        } else {
-            argumentRanges.removeAll(keepingCapacity: true)
+        } else if !argumentRanges.isEmpty {
+            // Dropped from the end: removeAll(keepingCapacity:) took the
+            // generic replaceSubrange path, ~70 instructions a request.
+            argumentRanges.removeLast(argumentRanges.count)
         }
         argumentRanges.reserveCapacity(min(Int(count), 16))
         pendingArgumentBytes = 0

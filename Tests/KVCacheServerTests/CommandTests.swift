@@ -35,6 +35,16 @@ struct CommandTests {
         (["bogus"], .set, nil),
     ]
 
+    /// A request's name packed from its bytes in place is the table's
+    /// packed name of the same name in any case (the lookup's fast path).
+    @Test(arguments: ["get", "SET", "HinCrByFloat", "eval_ro", "x", "client|list", String(repeating: "a", count: 32)])
+    func packedNamesFromBytesMatchTheTables(name: String) {
+        let bytes = Array(name.utf8)
+        let inPlace = bytes.withUnsafeBytes { PackedCommandName(bytes: $0) }
+        #expect(inPlace != nil && inPlace == PackedCommandName(Array(name.lowercased().utf8)))
+        #expect(Array(repeating: UInt8(ascii: "a"), count: 33).withUnsafeBytes { PackedCommandName(bytes: $0) } == nil)
+    }
+
     @Test(arguments: setOptions.indices)
     func setOptionsParseAsRedis(index: Int) {
         let (words, command, expected) = Self.setOptions[index]

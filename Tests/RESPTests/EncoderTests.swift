@@ -27,6 +27,18 @@ struct EncoderTests {
         #expect(encoded { RESPEncoder.optionalBulk(nil, into: &$0) } == "$-1\r\n")
     }
 
+    /// The in-place bulk (GET's reply) writes what the generic one writes,
+    /// whatever the length's digit count; OK from the stack is "+OK\r\n".
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 1000, 123_456])
+    func bulkOfBytesInPlace(length: Int) {
+        let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        var generic: [UInt8] = Array("prefix".utf8), inPlace: [UInt8] = Array("prefix".utf8)
+        RESPEncoder.bulk(payload, into: &generic)
+        payload.withUnsafeBytes { RESPEncoder.bulk($0, into: &inPlace) }
+        #expect(inPlace == generic)
+        #expect(encoded { RESPEncoder.ok(into: &$0) } == "+OK\r\n")
+    }
+
     @Test func arrays() {
         #expect(encoded { RESPEncoder.bulkArray([Array("a".utf8), []], into: &$0) } == "*2\r\n$1\r\na\r\n$0\r\n\r\n")
         #expect(encoded { RESPEncoder.nullArray(into: &$0) } == "*-1\r\n")

@@ -3,7 +3,7 @@ import RESP
 /// Reply helpers: each appends one value to the connection's output, in the
 /// protocol version the client chose with HELLO (2 unless it asked for 3).
 extension Connection {
-    func replyOK() { output.append(contentsOf: RESPEncoder.ok) }
+    func replyOK() { RESPEncoder.ok(into: &output) }
     func replySimple(_ text: String) { RESPEncoder.simpleString(text, into: &output) }
     func replyError(_ error: ReplyError) { RESPEncoder.error(error.text, into: &output) }
     func replyInteger(_ value: Int) { RESPEncoder.integer(value, into: &output) }

@@ -189,7 +189,7 @@ extension Server {
             connection.closeAfterReply = true
             return
         }
-        guard let command = commands.lookup(args[0]) else {
+        guard let command = lookupCommand(args[0]) else {
             reject(connection, CommandTable.unknownCommandError(args), stats: nil)
             return
         }
@@ -364,6 +364,16 @@ extension Server {
             serveReadyKeys()
             if replicationFeeding { flushPropagation() }
         }
+    }
+
+    /// The command a request names (any case), the last one found first.
+    @inline(__always)
+    private func lookupCommand(_ name: Argument) -> Command? {
+        guard let packed = name.withUnsafeBytes({ PackedCommandName(bytes: $0) }) else { return commands.lookup(name) }
+        if let recent = recentCommand, recent.name == packed { return recent.command }
+        guard let command = commands.lookup(name) else { return nil }
+        recentCommand = (packed, command)
+        return command
     }
 
     /// A replica leaves maxmemory to its master (`replica-ignore-maxmemory

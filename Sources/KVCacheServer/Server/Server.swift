@@ -69,6 +69,10 @@ public final class Server {
     // MARK: Running commands (Server+Execution)
 
     let commands: CommandTable
+    /// The command a request named last, by packed name: a pipeline of one
+    /// command (the common case) finds it without the table's hash lookup.
+    /// The table never changes after start-up, so this never goes stale.
+    var recentCommand: (name: PackedCommandName, command: Command)?
     /// The free room a read asks of a client's buffer: Redis's
     /// PROTO_IOBUF_LEN, so an idle client holds about what Redis's does
     /// (maxmemory and maxmemory-clients count it); a big argument gets its

@@ -222,7 +222,13 @@ public final class CacheEngine {
     /// `get`, counting the memory tier's hit or miss only when `counted`
     /// (`getValue` has counted the miss that sent it here).
     private func get(_ key: [UInt8], counted: Bool, touch: Bool) throws(SQLiteKVCache.Error) -> StoredEntry? {
-        let digest = hasher.digest(key)
+        try get(key, digest: hasher.digest(key), counted: counted, touch: touch)
+    }
+
+    /// `get` of a key whose digest is known.
+    private func get(_ key: [UInt8], digest: KeyDigest, counted: Bool, touch: Bool) throws(SQLiteKVCache.Error)
+        -> StoredEntry?
+    {
         if let slot = counted ? table.lookup(digest) : table.slot(digest) {
             guard slot.hasRow else { return nil }
             if slot.isExpired(at: expiryNow()) {
@@ -295,7 +301,8 @@ public final class CacheEngine {
     public func withValue<R>(_ key: UnsafeRawBufferPointer, _ body: (ValueKind, ValueView) -> R)
         throws(SQLiteKVCache.Error) -> R?
     {
-        if policy != .lru, let slot = table.slot(digest: hasher.digest(key), counting: true) {
+        let digest = hasher.digest(key)
+        if policy != .lru, let slot = table.slot(digest: digest, counting: true) {
             // No row: a delete or a miss remembered.
             guard slot.hasRow else { return nil }
             let now = nowMilliseconds()
@@ -309,7 +316,10 @@ public final class CacheEngine {
             if let live = slot.live { return body(slot.kind, .live(live)) }
             return slot.withValueBytes { body(slot.kind, .bytes($0)) }
         }
-        guard let entry = try get(Array(key), counted: policy == .lru, touch: true) else { return nil }
+        // A key memory does not hold (or LRU's path): its digest is not
+        // computed again, and a key the file cannot hold is not copied.
+        if policy != .lru && !fileMayHold(digest) { return nil }
+        guard let entry = try get(Array(key), digest: digest, counted: policy == .lru, touch: true) else { return nil }
         switch entry.row.value {
         case .bytes(let bytes): return bytes.withUnsafeBytes { body(entry.row.kind, .bytes($0)) }
         case .live(let value): return body(entry.row.kind, .live(value))
