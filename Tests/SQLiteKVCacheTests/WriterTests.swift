@@ -58,6 +58,60 @@ struct WriterTests {
         #expect(try value(reopened, "k0") == "changed")
     }
 
+    /// The SET and GET paths of bytes in place: a put of raw bytes
+    /// overwrites its slot (growing past it and back), is read in place by
+    /// `withValue`, travels through a batch whose slot changes meanwhile,
+    /// and reads back from the file alone after a reopen.
+    @Test func bytesInPlaceGoInAndOutThroughBatches() throws {
+        let e = try engine(tier: 0)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        func put(_ key: String, _ value: String, expiresAt: Int64? = nil) throws {
+            try Array(key.utf8).withUnsafeBytes { k in
+                try Array(value.utf8).withUnsafeBytes { v in
+                    try e.put(key: k, kind: .string, storageDate: 1_700_000_000, expiresAt: expiresAt,
+                              metadata: UnsafeRawBufferPointer(start: nil, count: 0), value: v)
+                }
+            }
+        }
+        func read(_ key: String) throws -> String? {
+            try Array(key.utf8).withUnsafeBytes { k in
+                try e.withValue(k) { kind, view -> String in
+                    guard kind == .string, case .bytes(let bytes) = view else { return "?" }
+                    return String(decoding: bytes, as: UTF8.self)
+                }
+            }
+        }
+        let long = String(repeating: "L", count: 5000)
+        for (i, value) in ["a", "bb", long, "ccc", "", long + "!", "d"].enumerated() {
+            try put("k", value, expiresAt: i % 2 == 0 ? nil : Int64.max)
+            #expect(try read("k") == value)
+            #expect(e.count == 1 && e.contentBytes == 1 + value.utf8.count)
+        }
+        try put("other", long)
+        writer.setPaused(true)
+        let batch = try #require(e.seal(lsn: 1))
+        writer.submit(WriterJob(lsn: 1, batches: [batch]))
+        try put("k", "changed while in flight")  // the batch has its own copy of "d"
+        try put("other", "short now")
+        writer.setPaused(false)
+        writer.waitUntilIdle()
+        for job in writer.takeFinished() { e.complete(job.batches[0], onFailure: .retry) }
+        #expect(try read("k") == "changed while in flight" && read("other") == "short now")
+        flush(e, writer, lsn: 2)
+        e.close()
+        let reopened = try engine(tier: 0)
+        let value = try Array("other".utf8).withUnsafeBytes { k in
+            try reopened.withValue(k) { _, view -> [UInt8] in
+                if case .bytes(let bytes) = view { return [UInt8](bytes) }
+                return []
+            }
+        }
+        #expect(value == Array("short now".utf8))
+        #expect(try reopened.get(bytes("k"))?.row.value.bytes == bytes("changed while in flight"))
+        #expect(try Array("absent".utf8).withUnsafeBytes { k in try reopened.withValue(k) { _, _ in 1 } } == nil)
+    }
+
     @Test func aClearVoidsTheFileUntilItIsApplied() throws {
         let e = try engine()
         let writer = BatchWriter(onFinished: {})

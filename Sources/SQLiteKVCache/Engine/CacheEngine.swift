@@ -365,23 +365,13 @@ public final class CacheEngine {
     /// - Throws: `entryTooLarge` when the entry alone is over capacity;
     ///   `capacityExceeded` under `noeviction`; `readFailed` from the file.
     public func put(_ entry: consuming StoredEntry) throws(SQLiteKVCache.Error) {
-        let size = entry.contentSize
-        if capacity > 0 && size > capacity { throw .entryTooLarge(size: size, capacity: capacity) }
+        let entry = entry
         let digest = hasher.digest(entry.key)
-        let found = table.slot(digest)
-        let old = try oldState(digest, found: found)
-        if policy == .noeviction && capacity > 0 && totals.bytes - (old?.size ?? 0) + size > capacity {
-            throw .capacityExceeded(capacity: capacity)
+        try put(size: entry.contentSize, expiresAt: entry.row.expiresAt, digest: digest) { seq, found in
+            var row = entry.row
+            row.seq = seq
+            return table.write(digest, key: entry.key, row: row, found: found)
         }
-        if let old { totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1) }
-        var row = entry.row
-        row.seq = totals.takeSeq()
-        totals.apply(size: size, expiresAt: row.expiresAt, sign: 1)
-        let slot = table.write(digest, key: entry.key, row: row, found: found)
-        access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
-        noteUnapplied(slot)
-        if reportsWrites { onEvent?(.stored(key: slot.key)) }
-        _ = try evictToCapacity(limit: .max)
     }
 
     /// `put` of an entry given as bytes in place (a SET's key and value
@@ -389,18 +379,31 @@ public final class CacheEngine {
     /// memory holds is overwritten in its slot when the bytes fit.
     public func put(key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double, expiresAt: Int64?,
                     metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(SQLiteKVCache.Error) {
-        let size = key.count + metadata.count + value.count
-        if capacity > 0 && size > capacity { throw .entryTooLarge(size: size, capacity: capacity) }
         let digest = hasher.digest(key)
+        try put(size: key.count + metadata.count + value.count, expiresAt: expiresAt, digest: digest) { seq, found in
+            let head = RowHead(storageDate: storageDate, seq: seq, expiresAt: expiresAt, kind: kind)
+            return table.write(digest, key: key, head: head, metadata: metadata, value: value, found: found)
+        }
+    }
+
+    /// What every put does around storing its row: refuse an entry over
+    /// capacity (or past it under `noeviction`), take the old row out of
+    /// the totals and put the new one in, stamp the access, note the row
+    /// for eviction and expiry, and evict to capacity. `write` stores the
+    /// row under the write order given, in the slot found (nil: none).
+    @inline(__always)
+    private func put(size: Int, expiresAt: Int64?, digest: KeyDigest,
+                     write: (_ seq: Int64, _ found: KeySlot?) -> KeySlot) throws(SQLiteKVCache.Error) {
+        if capacity > 0 && size > capacity { throw .entryTooLarge(size: size, capacity: capacity) }
         let found = table.slot(digest)
         let old = try oldState(digest, found: found)
         if policy == .noeviction && capacity > 0 && totals.bytes - (old?.size ?? 0) + size > capacity {
             throw .capacityExceeded(capacity: capacity)
         }
         if let old { totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1) }
-        let head = RowHead(storageDate: storageDate, seq: totals.takeSeq(), expiresAt: expiresAt, kind: kind)
+        let seq = totals.takeSeq()
         totals.apply(size: size, expiresAt: expiresAt, sign: 1)
-        let slot = table.write(digest, key: key, head: head, metadata: metadata, value: value, found: found)
+        let slot = write(seq, found)
         access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
         noteUnapplied(slot)
         if reportsWrites { onEvent?(.stored(key: slot.key)) }
