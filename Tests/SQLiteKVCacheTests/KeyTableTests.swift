@@ -66,23 +66,55 @@ struct KeyTableTests {
         #expect(table.slot(a) == nil && table.slot(b) != nil)
     }
 
+    /// What a fresh slot of `key` and `value` costs (its room is what it
+    /// holds, rounded up to 8 bytes).
+    func slotCost(_ key: String, _ value: String?) -> Int {
+        let table = KeyTable(budget: 1 << 20)
+        table.cache(digest(99, 99), key: bytes(key), row: value.map { row($0) })
+        return table.cleanBytes
+    }
+
     @Test func cleanAndUnappliedBytesAreCountedApart() {
         let table = KeyTable(budget: 1 << 20)
         let d = digest(1, 1), e = digest(2, 2)
         table.cache(d, key: bytes("k"), row: row("12345"))
-        #expect(table.cleanBytes == 1 + 5 + KeyTable.overhead && table.unappliedBytes == 0)
+        let kept = table.cleanBytes
+        #expect(kept == 8 + KeyTable.overhead && table.unappliedBytes == 0)
+        // A smaller value keeps the slot's room, and the slot is counted for it.
         table.write(d, key: bytes("k"), row: row("123"))
-        #expect(table.cleanBytes == 0 && table.unappliedBytes == 1 + 3 + KeyTable.overhead)
+        #expect(table.cleanBytes == 0 && table.unappliedBytes == kept)
+        let deleted = slotCost("kk", nil)
+        #expect(deleted == 8 + KeyTable.overhead)
         table.write(e, key: bytes("kk"), row: nil)  // a delete: key and bookkeeping only
-        #expect(table.unappliedBytes == 1 + 3 + 2 + 2 * KeyTable.overhead)
-        let writes = table.seal(1)
+        #expect(table.unappliedBytes == kept + deleted)
+        var writes = table.seal(1)
         #expect(writes.count == 2 && table.changed.isEmpty)
-        // In flight: still unapplied, never dropped by the clock.
-        #expect(table.unappliedBytes == 1 + 3 + 2 + 2 * KeyTable.overhead)
+        // In flight: still unapplied, never dropped by the clock; the
+        // batch's copy of the put's bytes counts against the budget too.
+        #expect(table.unappliedBytes == kept + deleted)
+        #expect(table.sealedBytes >= 4096 && table.sealedBytes < 8192)  // the first chunk
+        #expect(table.budget.used == kept + deleted + table.sealedBytes)
+        table.release(&writes)
+        #expect(table.sealedBytes == 0 && table.budget.used == kept + deleted)
         table.complete(1, writes, failed: false)
-        #expect(table.unappliedBytes == 0 && table.cleanBytes == 1 + 3 + 2 + 2 * KeyTable.overhead)
+        #expect(table.unappliedBytes == 0 && table.cleanBytes == kept + deleted)
         table.removeAll()
         #expect(table.cleanBytes == 0 && table.count == 0)
+    }
+
+    /// A slot whose value shrank is counted for the room it keeps: a
+    /// value of a few kilobytes overwritten with a few bytes still costs
+    /// its block until a smaller one replaces it.
+    @Test func aSlotIsCountedForTheRoomItKeeps() {
+        let table = KeyTable(budget: 1 << 30)
+        let d = digest(5, 5)
+        table.write(d, key: bytes("k"), row: row(String(repeating: "x", count: 4000)))
+        let big = table.unappliedBytes
+        #expect(big >= 1 + 4000 + KeyTable.overhead)
+        table.write(d, key: bytes("k"), row: row(String(repeating: "y", count: 1500)))
+        #expect(table.unappliedBytes == big)  // the 4000-byte block is kept for 1500 bytes
+        table.write(d, key: bytes("k"), row: row("z"))
+        #expect(table.unappliedBytes < 64 + KeyTable.overhead)  // a block of its size now
     }
 
     @Test func aSlotChangedWhileInFlightStaysForTheNextBatch() {
@@ -111,7 +143,7 @@ struct KeyTableTests {
     }
 
     @Test func theClockKeepsWhatWasReadAndStaysWithinBudget() {
-        let cost = 2 + 1 + KeyTable.overhead
+        let cost = slotCost("k0", "v")
         let table = KeyTable(budget: 4 * cost + cost / 2)  // room for four entries
         for i in 0..<4 { table.cache(digest(UInt64(10 + i), 0), key: bytes("k\(i)"), row: row("v")) }
         #expect(table.count == 4)
@@ -146,7 +178,7 @@ struct KeyTableTests {
     }
 
     @Test func aSharedBudgetLetsAHotTableTakeWhatAnIdleOneGivesBack() {
-        let cost = 3 + 1 + KeyTable.overhead  // keys of three bytes
+        let cost = slotCost("i00", "v")  // keys of three bytes
         let budget = MemoryBudget(limit: 10 * cost)
         let idle = KeyTable(sharing: budget), hot = KeyTable(sharing: budget)
         for i in 0..<8 { idle.cache(digest(UInt64(100 + i), 0), key: bytes(String(format: "i%02d", i)), row: row("v")) }

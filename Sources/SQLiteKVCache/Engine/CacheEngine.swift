@@ -766,6 +766,8 @@ public final class CacheEngine {
         inFlightBatches.removeFirst()
         // Memory lets go of what the batch applied: reads of the file must see it.
         file.releaseRead()
+        // Its copy of the bytes too: handing its slots back needs only their digests.
+        table.release(&batch.writes)
         if let error = batch.error {
             finishTakingBack()
             lastFailure = error

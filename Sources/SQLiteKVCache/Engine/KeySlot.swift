@@ -98,7 +98,10 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     static func make(digest: KeyDigest, key: UnsafeRawBufferPointer, payload: Int) -> KeySlot {
         let inline = payload <= inlineLimit ? payload : 0
         let slot = unsafeDowncast(create(minimumCapacity: inline) { buffer in
-            SlotFields(digest: digest, inlineCapacity: inline == 0 ? 0 : min(buffer.capacity, inlineLimit),
+            // Room to the next 8 bytes (what the allocator gives at least:
+            // its spare bytes past that vary from one block to the next,
+            // and a slot's cost counts its room).
+            SlotFields(digest: digest, inlineCapacity: inline == 0 ? 0 : min(buffer.capacity, (inline + 7) & ~7, inlineLimit),
                        keyLength: key.count)
         }, to: KeySlot.self)
         slot.reserve(payload, keeping: 0)
@@ -272,9 +275,11 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
 
     var keyCount: Int { Int(header.keyLength) }
 
-    /// Bytes of memory the key, metadata and value take (a live value: its estimate).
+    /// Bytes of memory the key, metadata and value take: the room the slot
+    /// has for them (its own block's and a block of its own, which a value
+    /// that shrank may leave partly unused), and a live value's estimate.
     var memoryBytes: Int {
-        Int(header.keyLength) + Int(header.metadataLength) + (header.live.map(\.memoryCost) ?? Int(header.valueLength))
+        Int(header.inlineCapacity) + Int(header.spillCapacity) + (header.live.map(\.memoryCost) ?? 0)
     }
 
     // MARK: Bookkeeping

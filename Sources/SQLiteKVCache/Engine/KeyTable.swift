@@ -36,7 +36,7 @@ public final class MemoryBudget: @unchecked Sendable {
     }
 
     fileprivate func unregister(_ table: KeyTable) {
-        used -= table.cleanBytes + table.unappliedBytes
+        used -= table.cleanBytes + table.unappliedBytes + table.sealedBytes
         unappliedBytes -= table.unappliedBytes
         tables.removeAll { $0.table == nil || $0.table === table }
     }
@@ -79,6 +79,12 @@ final class KeyTable {
             budget.unappliedBytes += unappliedBytes - oldValue
         }
     }
+    /// Bytes of the copies sealed batches hold of their puts, until each
+    /// completes: memory the budget counts (clean slots make room for it),
+    /// not the memtable's size.
+    private(set) var sealedBytes = 0 {
+        didSet { budget.used += sealedBytes - oldValue }
+    }
     private(set) var hits = 0
     private(set) var misses = 0
 
@@ -118,12 +124,15 @@ final class KeyTable {
 
     var count: Int { slots.count }
 
+    /// What a slot costs: the room it has for its bytes (which may be more
+    /// than it holds now: a slot keeps its room when its value shrinks),
+    /// its live value's estimate, and the bookkeeping.
     static func cost(_ slot: KeySlot) -> Int {
         slot.memoryBytes + overhead
     }
 
-    /// The cost of a slot holding `key` and `row`, from the values given (no
-    /// copy of the slot's row, whose arrays a copy would retain and release).
+    /// The cost of a new slot holding `key` and `row`, from the values given
+    /// (before a slot is made for them).
     @inline(__always)
     static func cost(key: [UInt8], row: Row?) -> Int {
         guard let row else { return key.count + overhead }
@@ -159,7 +168,7 @@ final class KeyTable {
         let cost = Self.cost(key: key, row: row)
         guard budget.limit > 0, cost <= budget.limit / 4 else { return nil }
         let slot = KeySlot.make(digest: digest, key: key, row: row)
-        slot.cost = cost
+        slot.cost = Self.cost(slot)
         slots[digest] = slot
         addToRing(slot)
         cleanBytes += slot.cost
@@ -189,7 +198,6 @@ final class KeyTable {
         // A key the table did not know to exist gets a row: the file may
         // hold it once a batch carries it (see FileKeys).
         if row != nil && (found == nil || !found!.hasRow) { fileKeys?.insert(digest) }
-        let cost = Self.cost(key: key, row: row)
         let slot: KeySlot
         if let found {
             assert(slots[digest] === found, "write(found:) with a stale slot")
@@ -202,7 +210,7 @@ final class KeyTable {
             slots[digest] = slot
         }
         markChanged(slot, .row)
-        attach(slot, cost: cost)
+        attach(slot)
         return slot
     }
 
@@ -225,7 +233,7 @@ final class KeyTable {
         }
         slot.assign(head, metadata: metadata, value: value, live: nil)
         markChanged(slot, .row)
-        attach(slot, cost: key.count + metadata.count + value.count + Self.overhead)
+        attach(slot)
         return slot
     }
 
@@ -253,8 +261,8 @@ final class KeyTable {
     }
 
     /// Puts a slot back into the accounting after it changed.
-    private func attach(_ slot: KeySlot, cost: Int? = nil) {
-        slot.cost = cost ?? Self.cost(slot)
+    private func attach(_ slot: KeySlot) {
+        slot.cost = Self.cost(slot)
         if slot.isUnapplied {
             unappliedBytes += slot.cost
             if !slot.indexed { index(slot) }
@@ -324,7 +332,16 @@ final class KeyTable {
             slot.inFlight = id
         }
         changed.removeAll(keepingCapacity: true)
+        sealedBytes += writes.byteCount
+        if budget.used > budget.limit { shrink() }
         return writes
+    }
+
+    /// Lets go of a sealed batch's copy of its puts' bytes (it completed:
+    /// applied, or failed and marked for the next batch).
+    func release(_ writes: inout SealedWrites) {
+        sealedBytes -= writes.byteCount
+        writes.releaseBytes()
     }
 
     /// Takes back batch `id`'s slots once the writer is done with them: they

@@ -37,12 +37,15 @@ struct BatchWrite {
 }
 
 /// The writes of a sealed batch, and the bytes of its puts in chunks of
-/// about a megabyte (one copy per key at the seal, no array per key;
+/// up to a megabyte (one copy per key at the seal, no array per key;
 /// chunks, so a seal of a million keys never copies what it gathered).
 struct SealedWrites: RandomAccessCollection {
     var list: [BatchWrite] = []
     private var chunks: [[UInt8]] = []
     static let chunkSize = 1 << 20
+    /// Bytes the chunks take (their capacity), which the memory budget counts
+    /// from the seal until the batch completes.
+    private(set) var byteCount = 0
 
     var startIndex: Int { 0 }
     var endIndex: Int { list.count }
@@ -54,8 +57,12 @@ struct SealedWrites: RandomAccessCollection {
         var write = write
         let size = key.count + metadata.count + value.count
         if chunks.isEmpty || chunks[chunks.count - 1].count + size > chunks[chunks.count - 1].capacity {
+            // Chunks double from 4 KiB up to a megabyte: a batch of a few
+            // keys takes (and the budget counts) a few kilobytes.
+            let next = Swift.min(Self.chunkSize, Swift.max(4096, 2 * (chunks.last?.capacity ?? 0)))
             var chunk: [UInt8] = []
-            chunk.reserveCapacity(Swift.max(Self.chunkSize, size))
+            chunk.reserveCapacity(Swift.max(next, size))
+            byteCount += chunk.capacity
             chunks.append(chunk)
         }
         let last = chunks.count - 1
@@ -76,6 +83,14 @@ struct SealedWrites: RandomAccessCollection {
     }
 
     mutating func reserveCapacity(_ count: Int) { list.reserveCapacity(count) }
+
+    /// Lets the puts' bytes go (the file has applied them, or the batch
+    /// failed and its slots go to the next one): what is left are the
+    /// digests and operations that hand the slots back.
+    mutating func releaseBytes() {
+        chunks = []
+        byteCount = 0
+    }
 
     /// Orders the writes by digest (the file applies them so: neighbouring
     /// keys share B-tree pages).
