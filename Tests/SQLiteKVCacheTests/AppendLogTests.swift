@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Testing
 @testable import SQLiteKVCache
@@ -155,6 +158,26 @@ struct AppendLogTests {
         for _ in 0..<200 where log.syncer.syncedLSN < 1 { usleep(5_000) }
         #expect(log.syncer.syncedLSN == 1)
         log.close(empty: false)
+    }
+
+    /// A round of requests (one per loop iteration that wrote while the
+    /// last fsync ran) costs one fdatasync per file, on its last
+    /// descriptor, covering the furthest position any of them asked for:
+    /// dups of one segment are one file, another segment is another.
+    @Test func aRoundSyncsEachFileOnce() throws {
+        let a = Glibc.open(dir.file("a"), O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        let b = Glibc.open(dir.file("b"), O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        #expect(a >= 0 && b >= 0)
+        defer { Glibc.close(a); Glibc.close(b) }
+        let work = [LogSyncer.Request(fd: dup(a), upTo: 3), LogSyncer.Request(fd: dup(a), upTo: 5),
+                    LogSyncer.Request(fd: a, upTo: 7), LogSyncer.Request(fd: dup(b), upTo: 8),
+                    LogSyncer.Request(fd: dup(b), upTo: 9)]
+        defer { for request in work where request.fd != a { Glibc.close(request.fd) } }
+        let syncs = LogSyncer.syncsNeeded(work)
+        #expect(syncs.map(\.last) == [2, 4] && syncs.map(\.upTo) == [7, 9])
+        // A descriptor fstat cannot read is synced on its own.
+        let bad = LogSyncer.syncsNeeded([LogSyncer.Request(fd: -1, upTo: 1), LogSyncer.Request(fd: -1, upTo: 2)])
+        #expect(bad.map(\.last) == [0, 1])
     }
 }
 

@@ -9,7 +9,7 @@ import Foundation
 /// replies until `syncedLSN` passes their records). Requests that arrive
 /// while an fsync runs are served together by the next one.
 public final class LogSyncer: @unchecked Sendable {
-    private struct Request {
+    struct Request {
         /// A descriptor the syncer owns (a dup, or a segment handed over to close).
         var fd: Int32
         var upTo: UInt64
@@ -111,10 +111,16 @@ public final class LogSyncer: @unchecked Sendable {
             let started = Date()
             var failure: Int32?
             var upTo: UInt64 = 0
-            for request in work {
-                if fdatasync(request.fd) != 0 { failure = errno } else { upTo = max(upTo, request.upTo) }
-                Glibc.close(request.fd)
+            // One fdatasync per file: the requests of a round (one per loop
+            // iteration that wrote while the last round ran) name the same
+            // segment most of the time, and an fdatasync after the last of
+            // them covers what every earlier one wrote. One each ran them
+            // one after another, and the replies waited for them all.
+            let files = Self.syncsNeeded(work)
+            for file in files {
+                if fdatasync(work[file.last].fd) != 0 { failure = errno } else { upTo = max(upTo, file.upTo) }
             }
+            for request in work { Glibc.close(request.fd) }
             for path in dirs {
                 let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 if fd >= 0 {
@@ -126,7 +132,7 @@ public final class LogSyncer: @unchecked Sendable {
             condition.withLock {
                 if failure == nil { synced = max(synced, upTo) }
                 lastError = failure
-                fsyncs += work.count
+                fsyncs += files.count
                 lastDuration = seconds
                 if !work.isEmpty {
                     if durations.count == Self.durationsKept { durations.removeFirst() }
@@ -135,6 +141,36 @@ public final class LogSyncer: @unchecked Sendable {
             }
             if !work.isEmpty { onSynced() }
         }
+    }
+
+    /// The fdatasyncs a round of requests needs: one per file, on the last
+    /// descriptor asked for it, covering the furthest position asked.
+    static func syncsNeeded(_ work: [Request]) -> [(last: Int, upTo: UInt64)] {
+        var files: [(file: FileID, last: Int, upTo: UInt64)] = []
+        for (i, request) in work.enumerated() {
+            let file = fileID(request.fd, orElse: i)
+            if let at = files.firstIndex(where: { $0.file == file }) {
+                files[at].last = i
+                files[at].upTo = max(files[at].upTo, request.upTo)
+            } else {
+                files.append((file, i, request.upTo))
+            }
+        }
+        return files.map { ($0.last, $0.upTo) }
+    }
+
+    /// A file's identity (its device and inode), whatever descriptor names it.
+    private struct FileID: Equatable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// The identity of the file `fd` is open on; when `fstat` fails, one of
+    /// its own (`unique`), so the request is synced on its own.
+    private static func fileID(_ fd: Int32, orElse unique: Int) -> FileID {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return FileID(device: .max, inode: UInt64(unique)) }
+        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
     /// Serves what was asked, then stops the thread.
