@@ -9,6 +9,8 @@
 # GET -P 16 -r 10000 -c 50 -d 100 (the loop-bound command path). Other
 # options after ROUNDS replace the measured load, e.g.
 #   bench/ab.sh /tmp/old .build/release/kvcache-server 4 -t set -P 16 -r 10000
+# KVCACHE_ARGS adds server options to both, e.g.
+#   KVCACHE_ARGS="--appendfsync always" bench/ab.sh OLD NEW 3 -t set -P 1 -r 10000 -n 300000
 # Each round is bounded: -n 1,500,000 and a 120 s timeout.
 set -euo pipefail
 if [ $# -lt 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
@@ -25,7 +27,8 @@ source "$(dirname "$0")/server.sh"
 
 run() {  # binary -> requests/s of the measured load
     rm -rf "$dir/data"
-    "$1" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
+    # shellcheck disable=SC2086  # KVCACHE_ARGS is a list of options
+    "$1" --port "$port" --bind 127.0.0.1 --dir "$dir/data" ${KVCACHE_ARGS:-} >"$dir/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     redis-benchmark -p "$port" -t set -r 10000 -n 200000 -c 50 -d 100 -P 16 -q >/dev/null 2>&1

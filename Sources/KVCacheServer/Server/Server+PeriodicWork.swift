@@ -128,7 +128,12 @@ extension Server {
     /// 1 MiB kept the holes away too, but SET of 1.5 MB values then ran
     /// at a third of the speed: every such buffer was mapped afresh.)
     func trimHeapIfShrunk(now: Int64) {
-        let used = registry.memoryBudget.used, unapplied = registry.memoryBudget.unappliedBytes
+        // Without the copies batches hold in flight: one let go at a
+        // batch's completion is not memory given up (a trim then, mid-load,
+        // held off the one after the memtable drained by the interval: 1M
+        // keys left RssAnon at 433 MiB, not 363).
+        let budget = registry.memoryBudget
+        let used = budget.used - budget.sealedBytes, unapplied = budget.unappliedBytes
         if used > heapHighWater { heapHighWater = used }
         if unapplied > memtableHighWater { memtableHighWater = unapplied }
         // The memtable counts once drained (to an eighth of its mark), not

@@ -29,6 +29,10 @@ public final class MemoryBudget: @unchecked Sendable {
     /// Unapplied bytes over every table (the memtables' total), kept as
     /// the tables change: read before every write.
     public fileprivate(set) var unappliedBytes = 0
+    /// Bytes sealed batches hold as copies of their puts until they
+    /// complete (part of `used`): memory that comes and goes with each
+    /// batch, so a watch for memory given up looks past it.
+    public fileprivate(set) var sealedBytes = 0
 
     fileprivate func register(_ table: KeyTable) {
         tables.removeAll { $0.table == nil }
@@ -37,6 +41,7 @@ public final class MemoryBudget: @unchecked Sendable {
 
     fileprivate func unregister(_ table: KeyTable) {
         used -= table.cleanBytes + table.unappliedBytes + table.sealedBytes
+        sealedBytes -= table.sealedBytes
         unappliedBytes -= table.unappliedBytes
         tables.removeAll { $0.table == nil || $0.table === table }
     }
@@ -83,7 +88,10 @@ final class KeyTable {
     /// completes: memory the budget counts (clean slots make room for it),
     /// not the memtable's size.
     private(set) var sealedBytes = 0 {
-        didSet { budget.used += sealedBytes - oldValue }
+        didSet {
+            budget.used += sealedBytes - oldValue
+            budget.sealedBytes += sealedBytes - oldValue
+        }
     }
     private(set) var hits = 0
     private(set) var misses = 0
