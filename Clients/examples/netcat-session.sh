@@ -6,21 +6,22 @@
 #
 #   Clients/examples/netcat-session.sh [port]     # or PORT=7777 ...; default 6379
 #
-# Uses netcat-openbsd (Debian's nc): -q3 quits three seconds after stdin ends,
-# once the replies are in, even from a new cache whose file is created on
-# a loaded disk. (-N instead quits as soon as the server has
-# answered and closed.)
+# Uses netcat-openbsd (Debian's nc): -N shuts its sending side down once
+# stdin ends; the server answers everything it was sent (under appendfsync
+# always, once the log is fsynced), then closes, and nc quits. (-q3 waited
+# three seconds after stdin ended, whatever came back, and cut off a reply
+# slower than that: a new cache's file created on a loaded disk.)
 set -eu
 PORT=${1:-${PORT:-6379}}
 HOST=${HOST:-127.0.0.1}
 
 # Sends $1 (printf escapes allowed) and prints the raw reply.
 session() {
-    printf '$ printf %s | nc -q3 %s %s\n' "'$1'" "$HOST" "$PORT"
+    printf '$ printf %s | nc -N %s %s\n' "'$1'" "$HOST" "$PORT"
     if [ "${RAW:-0}" = 1 ]; then
-        printf "$1" | nc -q3 "$HOST" "$PORT"
+        printf "$1" | nc -N "$HOST" "$PORT"
     else
-        printf "$1" | nc -q3 "$HOST" "$PORT" | sed 's/\r$/\\r\\n/'
+        printf "$1" | nc -N "$HOST" "$PORT" | sed 's/\r$/\\r\\n/'
     fi
     echo
 }

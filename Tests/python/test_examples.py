@@ -79,7 +79,7 @@ def test_netcat_session(fresh_server):
     need("nc")
     s = fresh_server()
     out = run([os.path.join(EXAMPLES, "netcat-session.sh"), str(s.port)])
-    nc = "| nc -q3 127.0.0.1 %d\n" % s.port
+    nc = "| nc -N 127.0.0.1 %d\n" % s.port
     assert out == (
         "$ printf 'SET a 1\\r\\nGET a\\r\\nINCR a\\r\\n' " + nc +
         "+OK\\r\\n\n$1\\r\\n\n1\\r\\n\n:2\\r\\n\n\n"
@@ -100,7 +100,7 @@ def test_netcat_session_raw_prints_the_bytes_as_they_came(fresh_server):
     need("nc")
     s = fresh_server()
     out = run([os.path.join(EXAMPLES, "netcat-session.sh")], env={"PORT": str(s.port), "RAW": "1"})
-    assert "nc -q3 127.0.0.1 %d\n+OK\r\n$1\r\n1\r\n:2\r\n\n" % s.port in out
+    assert "nc -N 127.0.0.1 %d\n+OK\r\n$1\r\n1\r\n:2\r\n\n" % s.port in out
     assert "*4\r\n$4\r\npage\r\n:1700000000000\r\n$9\r\ntext/html\r\n$9\r\n<p>hi</p>\r\n" in out
 
 
