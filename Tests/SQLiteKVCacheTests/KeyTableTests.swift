@@ -67,7 +67,7 @@ struct KeyTableTests {
     }
 
     /// What a fresh slot of `key` and `value` costs (its room is what it
-    /// holds, rounded up to 8 bytes).
+    /// holds, rounded up to 8 bytes when the allocator gave that much).
     func slotCost(_ key: String, _ value: String?) -> Int {
         let table = KeyTable(budget: 1 << 20)
         table.cache(digest(99, 99), key: bytes(key), row: value.map { row($0) })
@@ -79,12 +79,14 @@ struct KeyTableTests {
         let d = digest(1, 1), e = digest(2, 2)
         table.cache(d, key: bytes("k"), row: row("12345"))
         let kept = table.cleanBytes
-        #expect(kept == 8 + KeyTable.overhead && table.unappliedBytes == 0)
+        // Its room: what it holds, to the next 8 bytes (at most what the
+        // allocator gave: a sanitizer's gives exactly what was asked).
+        #expect((1 + 5 + KeyTable.overhead...8 + KeyTable.overhead).contains(kept) && table.unappliedBytes == 0)
         // A smaller value keeps the slot's room, and the slot is counted for it.
         table.write(d, key: bytes("k"), row: row("123"))
         #expect(table.cleanBytes == 0 && table.unappliedBytes == kept)
         let deleted = slotCost("kk", nil)
-        #expect(deleted == 8 + KeyTable.overhead)
+        #expect((2 + KeyTable.overhead...8 + KeyTable.overhead).contains(deleted))
         table.write(e, key: bytes("kk"), row: nil)  // a delete: key and bookkeeping only
         #expect(table.unappliedBytes == kept + deleted)
         var writes = table.seal(1)

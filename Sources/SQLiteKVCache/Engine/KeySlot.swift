@@ -98,9 +98,9 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     static func make(digest: KeyDigest, key: UnsafeRawBufferPointer, payload: Int) -> KeySlot {
         let inline = payload <= inlineLimit ? payload : 0
         let slot = unsafeDowncast(create(minimumCapacity: inline) { buffer in
-            // Room to the next 8 bytes (what the allocator gives at least:
-            // its spare bytes past that vary from one block to the next,
-            // and a slot's cost counts its room).
+            // Room to the next 8 bytes (glibc gives at least that; its spare
+            // bytes past that vary from one block to the next, and a slot's
+            // cost counts its room; a sanitizer's allocator gives no more than asked).
             SlotFields(digest: digest, inlineCapacity: inline == 0 ? 0 : min(buffer.capacity, (inline + 7) & ~7, inlineLimit),
                        keyLength: key.count)
         }, to: KeySlot.self)
