@@ -28,9 +28,7 @@ public enum RESPEncoder {
     /// `:n\r\n`.
     @inlinable
     public static func integer(_ value: Int64, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: ":"))
-        appendDecimal(value, into: &out)
-        out.append(0x0d); out.append(0x0a)
+        line(UInt8(ascii: ":"), value, into: &out)
     }
 
     @inlinable
@@ -41,35 +39,43 @@ public enum RESPEncoder {
     /// `$len\r\nbytes\r\n`.
     @inlinable
     public static func bulk<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
-        out.append(UInt8(ascii: "$"))
-        appendDecimal(Int64(bytes.count), into: &out)
-        out.append(0x0d); out.append(0x0a)
+        line(UInt8(ascii: "$"), Int64(bytes.count), into: &out)
         out.append(contentsOf: bytes)
         out.append(0x0d); out.append(0x0a)
     }
 
-    /// `$len\r\nbytes\r\n` of bytes viewed in place: the header built on
-    /// the stack and appended at once (a GET's reply: three appends where
-    /// the generic form made five and a digit loop of its own).
+    /// `$len\r\nbytes\r\n` of bytes viewed in place (a GET's reply: three
+    /// appends, the header built on the stack).
     @inlinable
     public static func bulk(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
-        var header: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // "$" + up to 20 digits + CRLF
-        withUnsafeMutableBytes(of: &header) { raw in
+        line(UInt8(ascii: "$"), Int64(bytes.count), into: &out)
+        out.append(contentsOf: bytes)
+        withUnsafeBytes(of: UInt16(0x0a0d).littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    /// `<prefix><n>\r\n` (a bulk string's or an aggregate's header, an
+    /// integer), built on the stack and appended at once.
+    @inlinable
+    public static func line(_ prefix: UInt8, _ value: Int64, into out: inout [UInt8]) {
+        var line: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // prefix, sign, up to 20 digits, CRLF
+        withUnsafeMutableBytes(of: &line) { raw in
             raw[30] = 0x0d
             raw[31] = 0x0a
             var at = 30
-            var n = bytes.count
+            var n = value.magnitude
             repeat {
                 at -= 1
                 raw[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: n % 10)
                 n /= 10
             } while n > 0
+            if value < 0 {
+                at -= 1
+                raw[at] = UInt8(ascii: "-")
+            }
             at -= 1
-            raw[at] = UInt8(ascii: "$")
+            raw[at] = prefix
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[at...]))
         }
-        out.append(contentsOf: bytes)
-        withUnsafeBytes(of: UInt16(0x0a0d).littleEndian) { out.append(contentsOf: $0) }
     }
 
     /// `+OK\r\n` from the stack (no global array to reach).
@@ -101,9 +107,7 @@ public enum RESPEncoder {
     /// `*count\r\n`; the elements follow.
     @inlinable
     public static func arrayHeader(_ count: Int, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "*"))
-        appendDecimal(Int64(count), into: &out)
-        out.append(0x0d); out.append(0x0a)
+        line(UInt8(ascii: "*"), Int64(count), into: &out)
     }
 
     /// The null array: `*-1\r\n`, or `_\r\n` in RESP3.
@@ -117,9 +121,7 @@ public enum RESPEncoder {
     @inlinable
     public static func mapHeader(_ count: Int, into out: inout [UInt8], version: Int) {
         if version >= 3 {
-            out.append(UInt8(ascii: "%"))
-            appendDecimal(Int64(count), into: &out)
-            out.append(0x0d); out.append(0x0a)
+            line(UInt8(ascii: "%"), Int64(count), into: &out)
         } else {
             arrayHeader(count * 2, into: &out)
         }
@@ -129,9 +131,7 @@ public enum RESPEncoder {
     @inlinable
     public static func setHeader(_ count: Int, into out: inout [UInt8], version: Int) {
         if version >= 3 {
-            out.append(UInt8(ascii: "~"))
-            appendDecimal(Int64(count), into: &out)
-            out.append(0x0d); out.append(0x0a)
+            line(UInt8(ascii: "~"), Int64(count), into: &out)
         } else {
             arrayHeader(count, into: &out)
         }
