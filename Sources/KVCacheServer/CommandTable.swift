@@ -227,7 +227,7 @@ struct PackedCommandName: Hashable, Sendable {
         withUnsafeMutableBytes(of: &words) { raw in
             for i in 0..<name.count { raw[i] = asciiLower(name[i]) }
         }
-        // The bytes in memory order: little-endian words, as `init?(_:)` packs them.
+        // The bytes in memory order: little-endian words.
         (w0, w1, w2, w3) = (UInt64(littleEndian: words.0), UInt64(littleEndian: words.1),
                             UInt64(littleEndian: words.2), UInt64(littleEndian: words.3))
         length = name.count
@@ -235,18 +235,13 @@ struct PackedCommandName: Hashable, Sendable {
 
     init?(_ name: some Collection<UInt8>) {
         guard name.count <= Self.capacity else { return nil }
-        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        for (i, byte) in name.enumerated() {
-            let bits = UInt64(asciiLower(byte)) << UInt64((i & 7) * 8)
-            switch i >> 3 {
-            case 0: words.0 |= bits
-            case 1: words.1 |= bits
-            case 2: words.2 |= bits
-            default: words.3 |= bits
-            }
+        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let packed = withUnsafeMutableBytes(of: &buffer) { raw in
+            for (i, byte) in name.enumerated() { raw[i] = byte }
+            return PackedCommandName(bytes: UnsafeRawBufferPointer(rebasing: raw[..<name.count]))
         }
-        (w0, w1, w2, w3) = words
-        length = name.count
+        guard let packed else { return nil }
+        self = packed
     }
 
     func hash(into hasher: inout Hasher) {
@@ -300,8 +295,11 @@ struct CommandTable: Sendable {
         guard let packed = argument.withUnsafeBytes({ PackedCommandName(bytes: $0) }) else {
             return byLongName[argument.map(asciiLower)]
         }
-        return byPackedName[packed]
+        return lookup(packed: packed)
     }
+
+    /// The command of a name already packed.
+    func lookup(packed: PackedCommandName) -> Command? { byPackedName[packed] }
 
     /// The command named by `name` in any case.
     func lookup(_ name: some Collection<UInt8>) -> Command? {

@@ -371,7 +371,7 @@ extension Server {
     private func lookupCommand(_ name: Argument) -> Command? {
         guard let packed = name.withUnsafeBytes({ PackedCommandName(bytes: $0) }) else { return commands.lookup(name) }
         if let recent = recentCommand, recent.name == packed { return recent.command }
-        guard let command = commands.lookup(name) else { return nil }
+        guard let command = commands.lookup(packed: packed) else { return nil }
         recentCommand = (packed, command)
         return command
     }
