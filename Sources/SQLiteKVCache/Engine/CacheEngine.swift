@@ -244,6 +244,13 @@ public final class CacheEngine {
             return StoredEntry(key: key, row: slot.row!)
         }
         guard fileMayHold(digest) else { return nil }
+        return try getFromFile(key, digest: digest, touch: touch)
+    }
+
+    /// `get`'s second half: a key memory does not hold, which the file may.
+    private func getFromFile(_ key: [UInt8], digest: KeyDigest, touch: Bool) throws(SQLiteKVCache.Error)
+        -> StoredEntry?
+    {
         guard var row = try file.row(digest) else {
             table.cache(digest, key: key, row: nil)
             return nil
@@ -318,8 +325,14 @@ public final class CacheEngine {
         }
         // A key memory does not hold (or LRU's path): its digest is not
         // computed again, and a key the file cannot hold is not copied.
-        if policy != .lru && !fileMayHold(digest) { return nil }
-        guard let entry = try get(Array(key), digest: digest, counted: policy == .lru, touch: true) else { return nil }
+        let found: StoredEntry?
+        if policy == .lru {
+            found = try get(Array(key), digest: digest, counted: true, touch: true)
+        } else {
+            guard fileMayHold(digest) else { return nil }
+            found = try getFromFile(Array(key), digest: digest, touch: true)
+        }
+        guard let entry = found else { return nil }
         switch entry.row.value {
         case .bytes(let bytes): return bytes.withUnsafeBytes { body(entry.row.kind, .bytes($0)) }
         case .live(let value): return body(entry.row.kind, .live(value))
