@@ -43,6 +43,12 @@ public final class SQLiteKVCache: @unchecked Sendable {
         /// its own transaction) for an owner that also applies batches on its
         /// own thread: a checkpoint there would wait on its own reader.
         public var heldReads: HeldReads?
+        /// Whether opening the file starts the scan of its keys for the
+        /// filter of what it holds; otherwise the owner starts it with
+        /// `CacheEngine.buildFileKeysIfWanted` (the server, once its log is
+        /// replayed: the scan would take the replay's time, and the replay
+        /// does not need it).
+        public var scansKeysAtOpen = true
         /// Told, in words, how a long open (a VACUUM) is going, about once a second.
         public var onProgress: (@Sendable (String) -> Void)?
         /// Told, in words, when a corrupted file was moved aside and replaced.

@@ -165,6 +165,9 @@ final class CacheRegistry {
 
     /// Told when a cache's engine opens (the log must stay ahead of its file).
     var onOpen: ((CacheEngine) -> Void)?
+    /// Whether a cache opened now leaves the scan of its file's keys for
+    /// later (while the log is replayed; then `startKeyScans`).
+    var holdsKeyScans = false
     /// Told of what each cache's engine reports (expiries and evictions for
     /// keyspace events); set on the caches already open too.
     var onEngineEvent: ((OpenCache, CacheEvent) -> Void)? {
@@ -184,6 +187,7 @@ final class CacheRegistry {
         configuration.sharedMemoryBudget = memoryBudget
         configuration.heldReads = heldReads
         configuration.accessTracking = accessTracking
+        configuration.scansKeysAtOpen = !holdsKeyScans
         // A replayed command sees its record's time (Server.clockOverride);
         // a running command, the time it started (Server.commandTime).
         configuration.millisecondClock = { Server.keyTime() }
@@ -203,6 +207,12 @@ final class CacheRegistry {
             logger.warning("Cache '\(name)' is unavailable: \(error)")
             return (nil, error)
         }
+    }
+
+    /// Lets caches scan their files' keys again, and starts the scans held.
+    func startKeyScans() {
+        holdsKeyScans = false
+        for cache in open.values { cache.engine?.buildFileKeysIfWanted() }
     }
 
     /// Closes and reopens a cache's file (DEBUG RELOAD: what memory holds

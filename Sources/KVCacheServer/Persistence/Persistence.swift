@@ -182,6 +182,9 @@ final class Persistence {
             reader = log?.makeReader()
             recordsToLoad = recovery.records
             loadingStarted = Server.nowMilliseconds()
+            // The scan of a file's keys would take the replay's time, and
+            // a replay does not need the filter it builds.
+            server.registry.holdsKeyScans = true
         }
     }
 
@@ -744,17 +747,19 @@ final class Persistence {
         replaying = true
         defer { replaying = false }
         var done = false
+        var lsn: UInt64 = 0, time: Int64 = 0
         while Server.nowMilliseconds() < deadline {
-            guard let record = try current.next() else {
+            guard try current.next(start: { lsn = $0; time = $1; _ = $2 }, op: { replay($0, lsn: lsn, time: time) }) else {
                 done = true
                 break
             }
-            replay(record)
             loadedRecords += 1
         }
         reader = done ? nil : current
         if done {
             reservedForReplay = []
+            replayTarget = nil
+            server.registry.startKeyScans()
             let now = Server.nowMilliseconds()
             let seconds = Double(now - loadingStarted) / 1000
             server.logger.notice("DB loaded from append only file: \(String(format: "%.3f", seconds)) seconds "
@@ -771,34 +776,62 @@ final class Persistence {
         }
     }
 
-    /// Applies one record's ops to the caches that do not hold it yet.
-    private func replay(_ record: LogRecord) {
-        for op in record.ops {
-            do {
-                try replay(op, lsn: record.lsn, time: record.time)
-            } catch {
-                server.logger.warning("Replaying record \(record.lsn) of the append-only log: \(error)")
+    /// Applies one op of record `lsn` to its cache unless that holds it already.
+    private func replay(_ view: LogOpView, lsn: UInt64, time: Int64) {
+        do {
+            switch view {
+            case .put(let put):
+                try replayPut(put, lsn: lsn)
+            case .other(let op):
+                try replay(op, lsn: lsn, time: time)
             }
+        } catch {
+            server.logger.warning("Replaying record \(lsn) of the append-only log: \(error)")
         }
+    }
+
+    /// The cache the last op replayed went to (nearly every op goes where
+    /// the one before went: no lookup by name each).
+    private var replayTarget: (name: String, cache: OpenCache)?
+
+    /// The engine of cache `name` when its file does not hold record `lsn` yet.
+    private func replayEngine(_ name: String, lsn: UInt64) throws -> CacheEngine? {
+        let cache: OpenCache
+        if let target = replayTarget, target.name == name {
+            cache = target.cache
+        } else {
+            cache = try server.registry.cache(named: name)
+            replayTarget = (name, cache)
+        }
+        guard let engine = cache.engine else { throw ReplyError.engine(cache.openError!) }
+        guard engine.appliedLSN < lsn else { return nil }  // the file holds it already
+        if reservedForReplay.insert(ObjectIdentifier(engine)).inserted {
+            // At most one slot per record still to come; beyond a
+            // million (a log over several caches) growth doubles as usual.
+            engine.reserveForReplay(min(recordsToLoad - loadedRecords, 1 << 20))
+        }
+        return engine
+    }
+
+    private func replayPut(_ put: LogPutView, lsn: UInt64) throws {
+        try replayEngine(put.cache, lsn: lsn)?.replayPut(key: put.key, kind: put.kind, storageDate: put.storageDate,
+                                                          expiresAt: put.expiresAt, metadata: put.metadata, value: put.value)
     }
 
     private func replay(_ op: LogOp, lsn: UInt64, time: Int64) throws {
         let registry = server.registry
-        func engine(_ name: String) throws -> CacheEngine? {
-            let cache = try registry.cache(named: name)
-            guard let engine = cache.engine else { throw ReplyError.engine(cache.openError!) }
-            guard engine.appliedLSN < lsn else { return nil }  // the file holds it already
-            if reservedForReplay.insert(ObjectIdentifier(engine)).inserted {
-                // At most one slot per record still to come; beyond a
-                // million (a log over several caches) growth doubles as usual.
-                engine.reserveForReplay(min(recordsToLoad - loadedRecords, 1 << 20))
-            }
-            return engine
-        }
+        func engine(_ name: String) throws -> CacheEngine? { try replayEngine(name, lsn: lsn) }
         switch op {
         case .put(let cache, let key, let kind, let storageDate, let expiresAt, let metadata, let value):
-            try engine(cache)?.replayPut(StoredEntry(key: key, row: Row(storageDate: storageDate, expiresAt: expiresAt,
-                                                                          kind: kind, metadata: metadata, value: .bytes(value))))
+            // Puts come as views (`LogOpView.put`); this one is made whole.
+            try key.withUnsafeBytes { key in
+                try metadata.withUnsafeBytes { metadata in
+                    try value.withUnsafeBytes { value in
+                        try replayPut(LogPutView(cache: cache, key: key, kind: kind, storageDate: storageDate,
+                                                 expiresAt: expiresAt, metadata: metadata, value: value), lsn: lsn)
+                    }
+                }
+            }
         case .delete(let cache, let key):
             try engine(cache)?.replayDelete(key)
         case .expire(let cache, let key, let at):

@@ -85,12 +85,12 @@ public final class CacheEngine {
         expiry.fileHint = totals.volatile > 0 ? .min : .max
         eviction.reset(for: policy)
         table.fileKeys = fileKeys
-        buildFileKeysIfWanted()
+        if configuration.scansKeysAtOpen { buildFileKeysIfWanted() }
     }
 
     /// Starts building the filter of the file's keys when there is none or
     /// it has gone stale (an empty file needs no scan).
-    func buildFileKeysIfWanted() {
+    public func buildFileKeysIfWanted() {
         guard fileKeys.wantsBuild(keys: totals.count), !fileVoid else { return }
         if file.stored.totals.count == 0 && inFlight == nil && table.unappliedCount == 0 && totals.count == 0 {
             fileKeys.reset()
@@ -430,25 +430,29 @@ public final class CacheEngine {
         table.reserve(records)
     }
 
-    /// Stores `entry` as a replay of the log does: when memory does not
+    /// Stores an entry as a replay of the log does: when memory does not
     /// know the key, the file is not asked (a lookup per record would make
     /// a replay ten times slower); the totals count the entry as new, and
     /// the writer corrects them when it applies the key (it reads the
     /// page it changes anyway). A key the filter of the file's keys rules
     /// out (an empty file's are all ruled out) is stored as a plain put:
-    /// its count is exact at once. Capacity is enforced once the replay is done.
-    public func replayPut(_ entry: StoredEntry) throws(SQLiteKVCache.Error) {
-        let digest = hasher.digest(entry.key)
+    /// its count is exact at once. Capacity is enforced once the replay is
+    /// done. The bytes are where the log's record holds them, stored as a
+    /// SET's are (`put(key:…value:)`).
+    public func replayPut(key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                          metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(SQLiteKVCache.Error) {
+        let digest = hasher.digest(key)
         guard fileMayHold(digest), table.slot(digest) == nil else {
             let saved = capacity
             capacity = 0
             defer { capacity = saved }
-            return try put(entry)
+            return try put(key: key, kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+                           metadata: metadata, value: value)
         }
-        var row = entry.row
-        row.seq = totals.takeSeq()
-        totals.apply(size: entry.contentSize, expiresAt: row.expiresAt, sign: 1)
-        let slot = table.write(digest, key: entry.key, row: row)
+        let size = key.count + metadata.count + value.count
+        let head = RowHead(storageDate: storageDate, seq: totals.takeSeq(), expiresAt: expiresAt, kind: kind)
+        totals.apply(size: size, expiresAt: expiresAt, sign: 1)
+        let slot = table.write(digest, key: key, head: head, metadata: metadata, value: value, found: nil)
         slot.assumedNew = true
         table.assumedNewCount += 1
         noteUnapplied(slot)

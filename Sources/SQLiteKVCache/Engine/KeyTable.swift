@@ -185,11 +185,18 @@ final class KeyTable {
     }
 
     /// Makes room for `count` more slots at once (a replay knows how many
-    /// records are coming: growing the dictionary step by step rehashes
-    /// every slot again at each doubling).
+    /// records are coming: growing the index step by step rehashes every
+    /// slot again at each doubling, and the unapplied index's buckets were
+    /// copied seven times each on the way to 50 slots).
     func reserve(_ count: Int) {
         slots.reserveCapacity(slots.count + count)
         changed.reserveCapacity(changed.count + count)
+        guard count > 0 else { return }
+        if unappliedIndex.isEmpty { unappliedIndex = Array(repeating: [], count: 1 << Self.indexBits) }
+        let perBucket = (unappliedCount + count) >> Self.indexBits
+        for bucket in unappliedIndex.indices {
+            unappliedIndex[bucket].reserveCapacity(perBucket + perBucket / 4 + 4)
+        }
     }
 
     /// Sets the current state of `digest` (a row, or nil for deleted) and

@@ -97,9 +97,10 @@ public final class AppendLog {
         var found = try Self.listSegments(directory: directory, baseName: baseName)
         var warnings: [String] = []
         // Check every record; find where the valid log ends.
+        var buffer: [UInt8] = []
         for index in found.indices {
             let laterHaveRecords = found[(index + 1)...].contains { $0.size > Self.headerSize }
-            switch try Self.validate(&found[index]) {
+            switch try Self.validate(&found[index], buffer: &buffer) {
             case .whole:
                 break
             case .tornAt(let offset, let reason):
@@ -179,12 +180,13 @@ public final class AppendLog {
         case tornAt(offset: Int, reason: String)
     }
 
-    /// Reads a segment, checking its header and every record.
-    private static func validate(_ segment: inout FoundSegment) throws(Failure) -> Validation {
-        let bytes = try read(segment.path)
+    /// Reads a segment into `buffer` (reused from segment to segment),
+    /// checking its header and every record.
+    private static func validate(_ segment: inout FoundSegment, buffer: inout [UInt8]) throws(Failure) -> Validation {
+        let count = try read(segment.path, into: &buffer)
         var checked = segment
-        let outcome: Result<Validation, Failure> = bytes.withUnsafeBytes { raw in
-            check(raw, &checked)
+        let outcome: Result<Validation, Failure> = buffer.withUnsafeBytes { raw in
+            check(UnsafeRawBufferPointer(rebasing: raw[..<count]), &checked)
         }
         segment = checked
         return try outcome.get()
@@ -239,19 +241,23 @@ public final class AppendLog {
         return .success(.whole)
     }
 
-    /// The bytes of the file at `path`, at most `limit`, read straight
-    /// into the array (a replay reads whole segments: no copy through Data).
-    private static func read(_ path: String, limit: Int = .max) throws(Failure) -> [UInt8] {
+    /// Reads the file at `path`, at most `limit` bytes, into the start of
+    /// `bytes` (whole segments, straight into the array: no copy through
+    /// Data). `bytes` grows when too short and is otherwise reused (segment
+    /// after segment of about the same size: fresh room for each cost a
+    /// page fault every 4 KiB).
+    /// - Returns: how many bytes were read.
+    private static func read(_ path: String, limit: Int = .max, into bytes: inout [UInt8]) throws(Failure) -> Int {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .io(path: path, what: "read", errno: errno) }
         defer { Glibc.close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .io(path: path, what: "read", errno: errno) }
         let size = min(Int(info.st_size), limit)
-        guard size > 0 else { return [] }
+        if bytes.count < size { bytes = [UInt8](repeating: 0, count: size) }
         var failure: Int32 = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            count = 0
+        var count = 0
+        bytes.withUnsafeMutableBytes { buffer in
             while count < size {
                 let n = Glibc.pread(fd, buffer.baseAddress! + count, size - count, off_t(count))
                 if n > 0 {
@@ -263,7 +269,7 @@ public final class AppendLog {
             }
         }
         if failure != 0 { throw .io(path: path, what: "read", errno: failure) }
-        return bytes
+        return count
     }
 
     /// Creates segment `sequence` holding positions from `firstLSN`.
@@ -298,7 +304,9 @@ public final class AppendLog {
     /// Decodes the records of the segments found at open.
     public struct Reader {
         private var segments: [(path: String, size: Int)]
+        /// The segment being read, in its first `end` bytes.
         private var bytes: [UInt8] = []
+        private var end = 0
         private var offset = 0
         private var path = ""
 
@@ -310,20 +318,39 @@ public final class AppendLog {
         /// The next record, or nil at the end.
         /// - Throws: `Failure` if a file changed since it was checked.
         public mutating func next() throws(Failure) -> LogRecord? {
-            while offset >= bytes.count {
-                guard let segment = segments.popLast() else { return nil }
-                bytes = try AppendLog.read(segment.path, limit: segment.size)
+            var record: LogRecord?
+            let found = try next { lsn, time, count in
+                record = LogRecord(lsn: lsn, time: time, ops: [])
+                record!.ops.reserveCapacity(min(count, 1024))
+            } op: { view in
+                record!.ops.append(view.op)
+            }
+            return found ? record : nil
+        }
+
+        /// Shows the next record to `start` (its position, time and op
+        /// count) and then each of its ops to `op`, a put in place (its
+        /// bytes valid during the call only), as `LogCodec.visit`.
+        /// - Returns: false at the end.
+        /// - Throws: `Failure` if a file changed since it was checked.
+        public mutating func next(start: (_ lsn: UInt64, _ time: Int64, _ opCount: Int) -> Void,
+                                  op: (LogOpView) -> Void) throws(Failure) -> Bool {
+            while offset >= end {
+                guard let segment = segments.popLast() else { return false }
+                end = try AppendLog.read(segment.path, limit: segment.size, into: &bytes)
                 path = segment.path
                 offset = AppendLog.headerSize
             }
-            let at = offset
-            let decoded: Result<(LogRecord, Int), LogCodec.DecodeFailure> = bytes.withUnsafeBytes { raw in
-                Result { () throws(LogCodec.DecodeFailure) in try LogCodec.decode(raw, at: at) }
+            let at = offset, end = end
+            let visited: Result<Int, LogCodec.DecodeFailure> = bytes.withUnsafeBytes { raw in
+                Result { () throws(LogCodec.DecodeFailure) in
+                    try LogCodec.visit(UnsafeRawBufferPointer(rebasing: raw[..<end]), at: at, start: start, op: op)
+                }
             }
-            switch decoded {
-            case .success(let (record, next)):
+            switch visited {
+            case .success(let next):
                 offset = next
-                return record
+                return true
             case .failure(let error):
                 throw .corrupt(path: path, offset: offset, reason: "\(error)")
             }
@@ -519,10 +546,11 @@ extension AppendLog {
     /// - Throws: `Failure.io` when the directory or a file cannot be read.
     public static func check(directory: String, baseName: String) throws(Failure) -> [SegmentReport] {
         var reports: [SegmentReport] = []
+        var buffer: [UInt8] = []
         for var segment in try listSegments(directory: directory, baseName: baseName) {
             var problem: (Int, String, Bool)?
             do throws(Failure) {
-                if case .tornAt(let offset, let reason) = try validate(&segment) { problem = (offset, reason, true) }
+                if case .tornAt(let offset, let reason) = try validate(&segment, buffer: &buffer) { problem = (offset, reason, true) }
             } catch {
                 guard case .corrupt(_, let offset, let reason) = error else { throw error }
                 problem = (offset, reason, false)

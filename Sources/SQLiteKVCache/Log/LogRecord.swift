@@ -18,6 +18,50 @@ public struct LogRecord: Equatable, Sendable {
     }
 }
 
+/// A put op read where it lies in the log's bytes: the key, metadata and
+/// value point into the record, valid only while the replay visits it (a
+/// replay stores them as a SET stores its request's bytes, without arrays).
+public struct LogPutView {
+    public let cache: String
+    public let key: UnsafeRawBufferPointer
+    public let kind: ValueKind
+    public let storageDate: Double
+    public let expiresAt: Int64?
+    public let metadata: UnsafeRawBufferPointer
+    public let value: UnsafeRawBufferPointer
+
+    public init(cache: String, key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double, expiresAt: Int64?,
+                metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        self.cache = cache
+        self.key = key
+        self.kind = kind
+        self.storageDate = storageDate
+        self.expiresAt = expiresAt
+        self.metadata = metadata
+        self.value = value
+    }
+
+    /// The op with its bytes copied out.
+    public var op: LogOp {
+        .put(cache: cache, key: [UInt8](key), kind: kind, storageDate: storageDate, expiresAt: expiresAt,
+             metadata: [UInt8](metadata), value: [UInt8](value))
+    }
+}
+
+/// An op as a replay visits it: a put in place (nearly every record), any
+/// other op decoded.
+public enum LogOpView {
+    case put(LogPutView)
+    case other(LogOp)
+
+    public var op: LogOp {
+        switch self {
+        case .put(let view): return view.op
+        case .other(let op): return op
+        }
+    }
+}
+
 /// One change to one cache (two for a swap), in a record.
 public enum LogOp: Equatable, Sendable {
     /// A command that changed `cache`, replayed as it was run: it is
@@ -234,6 +278,24 @@ enum LogCodec {
     /// Decodes the record at `offset` of `bytes`.
     /// - Returns: the record and the offset after it.
     static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DecodeFailure) -> (LogRecord, Int) {
+        var record = LogRecord(lsn: 0, time: 0, ops: [])
+        let next = try visit(bytes, at: offset) { lsn, time, count in
+            record = LogRecord(lsn: lsn, time: time, ops: [])
+            record.ops.reserveCapacity(min(count, 1024))
+        } op: { view in
+            record.ops.append(view.op)
+        }
+        return (record, next)
+    }
+
+    /// Reads the record at `offset` of `bytes` and shows it to `start`
+    /// (its position, time and op count), then each of its ops to `op`,
+    /// in place: only once the whole record checked out, so a damaged
+    /// record shows nothing.
+    /// - Returns: the offset after the record.
+    static func visit(_ bytes: UnsafeRawBufferPointer, at offset: Int,
+                      start: (_ lsn: UInt64, _ time: Int64, _ opCount: Int) -> Void,
+                      op: (LogOpView) -> Void) throws(DecodeFailure) -> Int {
         guard bytes.count - offset >= headerSize else { throw .truncated }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
@@ -247,11 +309,22 @@ enum LogCodec {
             let lsn = try reader.integer(UInt64.self)
             let time = Int64(bitPattern: try reader.integer(UInt64.self))
             let count = Int(try reader.integer(UInt32.self))
-            var ops: [LogOp] = []
-            ops.reserveCapacity(min(count, 1024))
-            for _ in 0..<count { ops.append(try reader.op()) }
-            guard reader.index == body.count else { throw .damaged("\(body.count - reader.index) bytes after the last op") }
-            return (LogRecord(lsn: lsn, time: time, ops: ops), bodyStart + length)
+            if count == 1 {
+                // Nearly every record: one op, shown without an array.
+                let only = try reader.op()
+                try reader.expectEnd()
+                start(lsn, time, 1)
+                op(only)
+            } else {
+                guard count <= body.count - reader.index else { throw .damaged("\(count) ops cannot fit") }
+                var ops: [LogOpView] = []
+                ops.reserveCapacity(count)
+                for _ in 0..<count { ops.append(try reader.op()) }
+                try reader.expectEnd()
+                start(lsn, time, count)
+                for each in ops { op(each) }
+            }
+            return bodyStart + length
         } catch .truncated {
             throw .damaged("an op runs past the end of its record")
         }
@@ -270,11 +343,17 @@ enum LogCodec {
 
         mutating func byte() throws(DecodeFailure) -> UInt8 { try integer(UInt8.self) }
 
-        mutating func bytes() throws(DecodeFailure) -> [UInt8] {
+        mutating func bytes() throws(DecodeFailure) -> [UInt8] { [UInt8](try bytesInPlace()) }
+
+        mutating func bytesInPlace() throws(DecodeFailure) -> UnsafeRawBufferPointer {
             let length = Int(try integer(UInt32.self))
             guard body.count - index >= length else { throw .truncated }
             defer { index += length }
-            return [UInt8](UnsafeRawBufferPointer(rebasing: body[index..<index + length]))
+            return UnsafeRawBufferPointer(rebasing: body[index..<index + length])
+        }
+
+        func expectEnd() throws(DecodeFailure) {
+            guard index == body.count else { throw .damaged("\(body.count - index) bytes after the last op") }
         }
 
         mutating func name() throws(DecodeFailure) -> String {
@@ -284,7 +363,7 @@ enum LogCodec {
             return String(decoding: UnsafeRawBufferPointer(rebasing: body[index..<index + length]), as: UTF8.self)
         }
 
-        mutating func op() throws(DecodeFailure) -> LogOp {
+        mutating func op() throws(DecodeFailure) -> LogOpView {
             let tag = try byte()
             let cache = try name()
             switch tag {
@@ -294,27 +373,28 @@ enum LogCodec {
                 var args: [[UInt8]] = []
                 args.reserveCapacity(argc)
                 for _ in 0..<argc { args.append(try bytes()) }
-                return .command(cache: cache, args: args)
+                return .other(.command(cache: cache, args: args))
             case 2:
-                let key = try bytes()
+                let key = try bytesInPlace()
                 guard let kind = ValueKind(rawValue: try byte()) else { throw .damaged("unknown value kind") }
                 let storageDate = Double(bitPattern: try integer(UInt64.self))
                 let hasExpiry = try byte() != 0
                 let expiresAt = Int64(bitPattern: try integer(UInt64.self))
-                return .put(cache: cache, key: key, kind: kind, storageDate: storageDate,
-                            expiresAt: hasExpiry ? expiresAt : nil, metadata: try bytes(), value: try bytes())
+                let metadata = try bytesInPlace()
+                return .put(LogPutView(cache: cache, key: key, kind: kind, storageDate: storageDate,
+                                       expiresAt: hasExpiry ? expiresAt : nil, metadata: metadata, value: try bytesInPlace()))
             case 3:
-                return .delete(cache: cache, key: try bytes())
+                return .other(.delete(cache: cache, key: try bytes()))
             case 4:
-                return .clear(cache: cache)
+                return .other(.clear(cache: cache))
             case 6:
                 let key = try bytes()
                 let has = try byte() != 0
                 let at = Int64(bitPattern: try integer(UInt64.self))
-                return .expire(cache: cache, key: key, at: has ? at : nil)
+                return .other(.expire(cache: cache, key: key, at: has ? at : nil))
             case 5:
                 let b = try name()
-                return .swap(a: cache, b: b, fileA: try integer(UInt64.self), fileB: try integer(UInt64.self))
+                return .other(.swap(a: cache, b: b, fileA: try integer(UInt64.self), fileB: try integer(UInt64.self)))
             default:
                 throw .damaged("unknown op \(tag)")
             }
