@@ -89,6 +89,35 @@ struct KeyFilterTests {
         #expect(try reopened.get(bytes("k42"))?.row.value.bytes == bytes("last"))
     }
 
+    /// As the server opens its caches while it replays its log: no scan
+    /// until it is asked for, and then the keys written meanwhile (not yet
+    /// in the file, handed to the scan's thread) are in the filter too.
+    @Test func aHeldScanStartsWhenAskedAndTakesTheKeysWrittenMeanwhile() throws {
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        do {
+            let e = try engine()
+            for i in 0..<5000 { try e.put(entry("k\(i)")) }
+            flush(e, writer, lsn: 1)
+            e.close()
+        }
+        var configuration = SQLiteKVCache.Configuration(memoryTierBytes: 0)
+        configuration.durableCommits = true
+        configuration.scansKeysAtOpen = false
+        let e = try CacheEngine.open(handle: "f", directory: dir.path, configuration: configuration)
+        e.waitForKeyFilter()
+        #expect(!e.keyFilterReady, "no scan before it is asked for")
+        for i in 5000..<5100 { try e.put(entry("k\(i)")) }
+        e.buildFileKeysIfWanted()
+        e.waitForKeyFilter()
+        #expect(try e.get(bytes("k1")) != nil)  // a lookup takes the finished scan
+        #expect(e.keyFilterReady)
+        flush(e, writer, lsn: 2)
+        for i in 0..<5100 { try e.put(entry("k\(i)", "last")) }
+        #expect(e.count == 5100, "the keys written before the scan started are known to be in the file")
+        #expect(e.keyFilterSpared == 0, "no key of the file was ruled out")
+    }
+
     @Test func aClearStartsTheFilterOver() throws {
         let writer = BatchWriter(onFinished: {})
         defer { writer.stop() }
