@@ -34,9 +34,11 @@ let package = Package(
         .target(name: "CChecksum"),
         // The loop's per-thread clocks (C11 thread-local storage).
         .target(name: "CThreadClock"),
+        // A prefetch hint for passes over many slots (Swift has none).
+        .target(name: "CPrefetch"),
 
         // Storage: the embeddable engine. Knows nothing of the protocol or the server.
-        .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto", "CChecksum"], swiftSettings: releaseSettings),
+        .target(name: "SQLiteKVCache", dependencies: ["CSQLite", "CCrypto", "CChecksum", "CPrefetch"], swiftSettings: releaseSettings),
         // Protocol: RESP parsing and encoding, no I/O.
         .target(name: "RESP", swiftSettings: releaseSettings),
         // Server: event loop, connections, command table, config, INFO.

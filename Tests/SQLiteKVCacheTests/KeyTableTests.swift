@@ -157,6 +157,28 @@ struct KeyTableTests {
         #expect(table.slot(digest(20, 0)) != nil)
     }
 
+    /// A write to a clean key leaves it in the clock's ring; the hand takes
+    /// it out instead of dropping it, and once applied it is back in the
+    /// ring once (the clock drops it like any other, and never twice).
+    @Test func aCleanSlotWrittenStaysUntilAppliedAndThenGoesRoundOnce() {
+        let cost = slotCost("k0", "v")
+        let table = KeyTable(budget: 4 * cost + cost / 2)  // room for four entries
+        for i in 0..<4 { table.cache(digest(UInt64(10 + i), 0), key: bytes("k\(i)"), row: row("v")) }
+        table.write(digest(11, 0), key: bytes("k1"), row: row("w"))
+        for i in 4..<12 { table.cache(digest(UInt64(10 + i), 0), key: bytes("k\(i)"), row: row("v")) }
+        #expect(table.slot(digest(11, 0))?.isUnapplied == true, "an unapplied slot is never dropped")
+        #expect(table.count == 4 && table.cleanBytes + table.unappliedBytes <= table.budget.limit)
+        var writes = table.seal(1)
+        table.release(&writes)  // as the engine does when the batch completes
+        table.complete(1, writes, failed: false)
+        #expect(table.slot(digest(11, 0))?.isUnapplied == false)
+        // (The batch's copy of k1, counted from the seal, made room by dropping others.)
+        #expect(table.count <= 4 && table.cleanBytes <= table.budget.limit)
+        for i in 12..<40 { table.cache(digest(UInt64(10 + i), 0), key: bytes("k\(i)"), row: row("v")) }
+        #expect(table.slot(digest(11, 0)) == nil, "k1, applied and never read again, went round and was dropped")
+        #expect(table.count == 4 && table.cleanBytes <= table.budget.limit)
+    }
+
     @Test func unappliedSlotsOutliveTheBudget() {
         let table = KeyTable(budget: 0)
         table.cache(digest(1, 1), key: bytes("k"), row: row("v"))

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CPrefetch
 
 /// What the next batch must write for a key.
 enum SlotChange: UInt8 {
@@ -40,7 +41,8 @@ struct SlotFields {
     let keyLength: UInt32
     var metadataLength: UInt32 = 0
     var valueLength: UInt32 = 0
-    /// Its place in the clock ring, for clean slots (-1 otherwise).
+    /// Its place in the clock ring (-1: not there). A slot stays there
+    /// while unapplied; the hand takes it out when it passes.
     var ringPosition: Int32 = -1
     /// Where it is in its bucket of the index of unapplied slots (-1: not there).
     var bucketPosition: Int32 = -1
@@ -88,6 +90,13 @@ struct RowHead {
 /// a batch copies what it needs at its seal.
 final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     typealias Change = SlotChange
+
+    /// Asks for the block's first four cache lines (the fields, the key
+    /// and a short value) ahead of a pass that will read them.
+    @inline(__always)
+    func prefetch() {
+        kv_prefetch(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), 4)
+    }
 
     /// Bytes (key, metadata and value) kept in the slot's own block; more
     /// go to a block of their own, so a slot overwritten with a smaller

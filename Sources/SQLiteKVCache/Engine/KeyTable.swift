@@ -99,7 +99,12 @@ final class KeyTable {
     private var slots = SlotIndex()
     /// The filter of the file's keys, told of every key given a row.
     var fileKeys: FileKeys?
-    /// Clean slots, for the clock.
+    /// Clean slots, for the clock, and unapplied ones that were clean
+    /// when last passed: a write to a clean key leaves it in the ring,
+    /// and the hand takes it out if it is still unapplied when it comes
+    /// by (taking it out at the write moved the ring's last slot into
+    /// its place, a cache miss on another key: 5% of the loop's time
+    /// under SET at a million keys, and eviction is rarer than writes).
     private var ring: [KeySlot] = []
     private var hand = 0
     /// Slots changed since the last seal, in the order they first changed.
@@ -271,7 +276,6 @@ final class KeyTable {
             unappliedBytes -= slot.cost
         } else {
             cleanBytes -= slot.cost
-            removeFromRing(slot)
         }
     }
 
@@ -284,7 +288,7 @@ final class KeyTable {
             if budget.used > budget.limit { shrink() }
         } else {
             cleanBytes += slot.cost
-            addToRing(slot)
+            if slot.ringIndex < 0 { addToRing(slot) }
             shrink()
         }
     }
@@ -299,6 +303,7 @@ final class KeyTable {
     func forget(_ digest: KeyDigest) {
         guard let slot = slots[digest], !slot.isUnapplied else { return }
         detach(slot)
+        removeFromRing(slot)
         slots[digest] = nil
     }
 
@@ -322,7 +327,14 @@ final class KeyTable {
     func seal(_ id: UInt64) -> SealedWrites {
         var writes = SealedWrites()
         writes.reserveCapacity(changed.count)
-        for slot in changed {
+        // A slot changed a second ago is out of the cache: the misses of
+        // the slots ahead overlap with the copy of this one's bytes (at a
+        // million keys overwritten, the seal took 11% of the loop's time
+        // without them, 4% with).
+        let ahead = 8
+        for i in changed.indices {
+            if i + ahead < changed.count { changed[i + ahead].prefetch() }
+            let slot = changed[i]
             switch (slot.change, slot.hasRow) {
             case (.none, _): continue
             case (.touch, true):
@@ -372,6 +384,10 @@ final class KeyTable {
         // By index, not `for write in writes`: a copy of each write would
         // retain and release its key and row.
         for w in range {
+            // The slots of a batch sealed a second ago are out of the cache:
+            // their buckets and then the slots are asked for ahead.
+            if w + 16 < range.upperBound { slots.prefetchBucket(writes[w + 16].digest) }
+            if w + 8 < range.upperBound { slots.prefetchSlot(writes[w + 8].digest) }
             guard let slot = slots[writes[w].digest], slot.inFlight == id else { continue }
             detach(slot)
             slot.inFlight = 0
@@ -510,7 +526,9 @@ final class KeyTable {
         while !ring.isEmpty {
             if hand >= ring.count { hand = 0 }
             let slot = ring[hand]
-            if slot.referenced {
+            if slot.isUnapplied {
+                removeFromRing(slot)  // written since: the last slot takes its place
+            } else if slot.referenced {
                 slot.referenced = false
                 hand += 1
             } else {

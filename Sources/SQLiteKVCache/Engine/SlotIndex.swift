@@ -1,3 +1,5 @@
+import CPrefetch
+
 /// The key table's slots by digest: open addressing with linear probing
 /// over one array of buckets, each a tag (a seeded mix of the digest's
 /// first word) beside the slot, so a probe that finds the key reads the
@@ -52,6 +54,25 @@ struct SlotIndex {
                 if here == t, let slot = b[i].slot, slot.digest == digest { return (i, true) }
                 i = (i + 1) & mask
             }
+        }
+    }
+
+    /// Asks for the cache line of `digest`'s home bucket (a pass over
+    /// many digests calls this some steps ahead of its lookups).
+    @inline(__always)
+    func prefetchBucket(_ digest: KeyDigest) {
+        let i = home(tag(digest))
+        buckets.withUnsafeBufferPointer { kv_prefetch(UnsafeRawPointer($0.baseAddress! + i), 1) }
+    }
+
+    /// Asks for the slot in `digest`'s home bucket when its tag is
+    /// `digest`'s (the bucket asked for by `prefetchBucket` steps before).
+    @inline(__always)
+    func prefetchSlot(_ digest: KeyDigest) {
+        let t = tag(digest)
+        buckets.withUnsafeBufferPointer { b in
+            let i = home(t)
+            if b[i].tag == t { b[i].slot?.prefetch() }
         }
     }
 
