@@ -20,6 +20,14 @@ struct KeyFilterTests {
                                                kind: .string, metadata: [], value: .bytes(bytes(value))))
     }
 
+    /// Leaves the cache file holding k0 … k4999, applied, and closed.
+    func fileOf5000Keys(_ writer: BatchWriter) throws {
+        let e = try engine()
+        for i in 0..<5000 { try e.put(entry("k\(i)")) }
+        flush(e, writer, lsn: 1)
+        e.close()
+    }
+
     @Test func insertedDigestsAreAlwaysFoundAndOthersRarely() {
         let filter = KeyFilter(capacity: 100_000)
         for i in 0..<100_000 { filter.insert(hasher.digest(bytes("in:\(i)"))) }
@@ -66,12 +74,7 @@ struct KeyFilterTests {
     @Test func aReopenedFileIsScannedAndTheTotalsStayExact() throws {
         let writer = BatchWriter(onFinished: {})
         defer { writer.stop() }
-        do {
-            let e = try engine()
-            for i in 0..<5000 { try e.put(entry("k\(i)")) }
-            flush(e, writer, lsn: 1)
-            e.close()
-        }
+        try fileOf5000Keys(writer)
         let e = try engine()
         // Writes while the scan runs: the filter takes them as well.
         for i in 0..<100 { try e.put(entry("k\(i)", "while scanning")) }
@@ -95,12 +98,7 @@ struct KeyFilterTests {
     @Test func aHeldScanStartsWhenAskedAndTakesTheKeysWrittenMeanwhile() throws {
         let writer = BatchWriter(onFinished: {})
         defer { writer.stop() }
-        do {
-            let e = try engine()
-            for i in 0..<5000 { try e.put(entry("k\(i)")) }
-            flush(e, writer, lsn: 1)
-            e.close()
-        }
+        try fileOf5000Keys(writer)
         var configuration = SQLiteKVCache.Configuration(memoryTierBytes: 0)
         configuration.durableCommits = true
         configuration.scansKeysAtOpen = false
