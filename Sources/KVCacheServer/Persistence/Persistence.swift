@@ -749,7 +749,9 @@ final class Persistence {
         var done = false
         var lsn: UInt64 = 0, time: Int64 = 0
         while Server.nowMilliseconds() < deadline {
-            guard try current.next(start: { lsn = $0; time = $1; _ = $2 }, op: { replay($0, lsn: lsn, time: time) }) else {
+            let more = try current.next(start: { position, stamp, _ in (lsn, time) = (position, stamp) },
+                                        op: { replay($0, lsn: lsn, time: time) })
+            guard more else {
                 done = true
                 break
             }
