@@ -197,7 +197,7 @@ final class KeyTable {
         slots.reserveCapacity(slots.count + count)
         changed.reserveCapacity(changed.count + count)
         guard count > 0 else { return }
-        if unappliedIndex.isEmpty { unappliedIndex = Array(repeating: [], count: 1 << Self.indexBits) }
+        allocateUnappliedIndexIfNeeded()
         let perBucket = (unappliedCount + count) >> Self.indexBits
         for bucket in unappliedIndex.indices {
             unappliedIndex[bucket].reserveCapacity(perBucket + perBucket / 4 + 4)
@@ -409,8 +409,12 @@ final class KeyTable {
 
     private static func bucket(_ digest: KeyDigest) -> Int { Int(digest.w0 >> UInt64(64 - indexBits)) }
 
-    private func index(_ slot: KeySlot) {
+    private func allocateUnappliedIndexIfNeeded() {
         if unappliedIndex.isEmpty { unappliedIndex = Array(repeating: [], count: 1 << Self.indexBits) }
+    }
+
+    private func index(_ slot: KeySlot) {
+        allocateUnappliedIndexIfNeeded()
         let bucket = Self.bucket(slot.digest)
         slot.indexPosition = unappliedIndex[bucket].count
         unappliedIndex[bucket].append(slot)

@@ -319,11 +319,10 @@ public final class AppendLog {
         /// - Throws: `Failure` if a file changed since it was checked.
         public mutating func next() throws(Failure) -> LogRecord? {
             var record: LogRecord?
-            let found = try next { lsn, time, count in
-                record = LogRecord(lsn: lsn, time: time, ops: [])
-                record!.ops.reserveCapacity(min(count, 1024))
-            } op: { view in
-                record!.ops.append(view.op)
+            let found = try step { raw, at throws(LogCodec.DecodeFailure) in
+                let (decoded, next) = try LogCodec.decode(raw, at: at)
+                record = decoded
+                return next
             }
             return found ? record : nil
         }
@@ -335,6 +334,16 @@ public final class AppendLog {
         /// - Throws: `Failure` if a file changed since it was checked.
         public mutating func next(start: (_ lsn: UInt64, _ time: Int64, _ opCount: Int) -> Void,
                                   op: (LogOpView) -> Void) throws(Failure) -> Bool {
+            try step { raw, at throws(LogCodec.DecodeFailure) in try LogCodec.visit(raw, at: at, start: start, op: op) }
+        }
+
+        /// Reads the record at the current offset with `read` (given the
+        /// segment's bytes and the offset, it returns the offset after the
+        /// record), reading the next segment first when this one is done.
+        /// - Returns: false at the end.
+        private mutating func step(_ read: (UnsafeRawBufferPointer, Int) throws(LogCodec.DecodeFailure) -> Int)
+            throws(Failure) -> Bool
+        {
             while offset >= end {
                 guard let segment = segments.popLast() else { return false }
                 end = try AppendLog.read(segment.path, limit: segment.size, into: &bytes)
@@ -342,12 +351,10 @@ public final class AppendLog {
                 offset = AppendLog.headerSize
             }
             let at = offset, end = end
-            let visited: Result<Int, LogCodec.DecodeFailure> = bytes.withUnsafeBytes { raw in
-                Result { () throws(LogCodec.DecodeFailure) in
-                    try LogCodec.visit(UnsafeRawBufferPointer(rebasing: raw[..<end]), at: at, start: start, op: op)
-                }
+            let stepped: Result<Int, LogCodec.DecodeFailure> = bytes.withUnsafeBytes { raw in
+                Result { () throws(LogCodec.DecodeFailure) in try read(UnsafeRawBufferPointer(rebasing: raw[..<end]), at) }
             }
-            switch visited {
+            switch stepped {
             case .success(let next):
                 offset = next
                 return true
