@@ -504,7 +504,12 @@ public final class Server {
             return
         }
         if event.token & Self.listenerTokenBase == Self.listenerTokenBase {
-            let listener = listeners[Int(event.token & 0xffff)]
+            // Stale when an event of the same wait closed the listeners
+            // first (a SIGTERM's shutdown, CONFIG SET bind): it was an
+            // index out of range, a crash at shutdown.
+            let index = Int(event.token & 0xffff)
+            guard index < listeners.count else { return }
+            let listener = listeners[index]
             acceptClients(on: listener.fd, tls: listener.tls)
             return
         }
