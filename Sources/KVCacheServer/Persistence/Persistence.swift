@@ -125,13 +125,20 @@ final class Persistence {
     private var reservedForReplay: Set<ObjectIdentifier> = []
 
     /// How often a seal happens when something changed (milliseconds).
-    static let sealInterval: Int64 = 1000
+    /// Under `appendonly no` the file is the only copy, so a write reaches
+    /// it within about a second. With the log holding every change, a seal
+    /// every five seconds: at a million keys a batch of a second's writes
+    /// dirtied about one B-tree page per key, and five times the keys per
+    /// batch share pages (the writer's CPU per SET -P 1 at 1M keys fell
+    /// from 36 to 31 µs, docs/decisions.md). `SAVE`, a full memtable and
+    /// the byte bounds below still seal at once.
+    var sealInterval: Int64 { everyChangeLogged ? 5000 : 1000 }
     /// A seal also happens once this many bytes of changes wait (a bound
     /// on how large one transaction of the writer gets).
     static let sealBytes = 64 << 20
     /// Jobs the writer may hold at once. While it is behind, a job is
-    /// sealed every `sealInterval` beside those in flight, so each carries
-    /// about a second of changes and room comes back a job at a time (one
+    /// sealed every `sealInterval` (or `sealBytesWhileBehind`) beside those
+    /// in flight, so room comes back a job at a time (one
     /// job sealed after a long one carried everything that waited, and
     /// writes waiting for room timed out behind it during a sustained ingest).
     static let maxJobsInFlight = 64
@@ -436,11 +443,11 @@ final class Persistence {
         if inFlightJobs.isEmpty {
             let waiting = unappliedBytes
             if sealRequested || exchangesPending || waiting >= Self.sealBytes
-                || (now - lastSeal >= Self.sealInterval && (waiting > 0 || pendingClearsOrChanges)) {
+                || (now - lastSeal >= sealInterval && (waiting > 0 || pendingClearsOrChanges)) {
                 seal(now: now)
             }
         } else if mayPipeline
-                    && (now - lastSeal >= Self.sealInterval || unappliedBytes - sealedBytes >= Self.sealBytesWhileBehind)
+                    && (now - lastSeal >= sealInterval || unappliedBytes - sealedBytes >= Self.sealBytesWhileBehind)
                     && server.registry.open.values.contains(where: { ($0.engine?.changedCount ?? 0) > 0 }) {
             seal(now: now)
         }
