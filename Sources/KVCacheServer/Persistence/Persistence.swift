@@ -129,8 +129,8 @@ final class Persistence {
     /// it within about a second. With the log holding every change, a seal
     /// every five seconds: at a million keys a batch of a second's writes
     /// dirtied about one B-tree page per key, and five times the keys per
-    /// batch share pages (the writer's CPU per SET -P 1 at 1M keys fell
-    /// from 36 to 31 µs, docs/decisions.md). `SAVE`, a full memtable and
+    /// batch share pages (the server's CPU per SET -P 1 at 1M keys, the
+    /// writer's work included, fell from 36 to 31 µs, docs/decisions.md). `SAVE`, a full memtable and
     /// the byte bounds below still seal at once.
     var sealInterval: Int64 { everyChangeLogged ? 5000 : 1000 }
     /// A seal also happens once this many bytes of changes wait (a bound
@@ -431,7 +431,7 @@ final class Persistence {
     var memtableFull: Bool { unappliedBytes >= server.config.memtableMaxBytes }
 
     /// Once per loop iteration: asks for the fsync of `everysec`, and seals
-    /// when a second has passed, enough bytes wait, or a seal was asked for.
+    /// when `sealInterval` has passed, enough bytes wait, or a seal was asked for.
     func periodic(now: Int64) {
         continueTakingBack()
         if let log, server.config.appendFsync == .everysec, everyChangeLogged, log.writtenLSN > log.syncer.syncedLSN,
@@ -777,7 +777,7 @@ final class Persistence {
             try server.loadDumpFileIfNew()
             server.logger.notice("Ready to accept connections")
             // The replayed writes go to the writer at the next regular seal,
-            // a second from now: sealing them in this loop iteration would
+            // `sealInterval` from now: sealing them in this loop iteration would
             // keep the clients waiting through LOADING waiting longer still.
             lastSeal = now
             // Capacity waited for the replay to end (and for the writer's corrections).
