@@ -63,7 +63,10 @@ final class KeyHasher: Sendable {
     }
 
     /// Returns the SHA-256 digest of the bytes in `key`.
-    func digest(_ key: UnsafeRawBufferPointer) -> KeyDigest {
+    func digest(_ key: UnsafeRawBufferPointer) -> KeyDigest { Self.digest(key) }
+
+    /// Returns the SHA-256 digest of the bytes in `key`.
+    static func digest(_ key: UnsafeRawBufferPointer) -> KeyDigest {
         var out = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         withUnsafeMutableBytes(of: &out) { outBytes in
             kv_sha256(key.baseAddress, key.count, outBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))

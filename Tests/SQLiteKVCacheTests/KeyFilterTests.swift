@@ -171,27 +171,36 @@ struct SlotIndexTests {
 
     @Test func reservingKeepsEverySlot() {
         var index = SlotIndex()
-        let digests = (0..<1000).map { hasher.digest(bytes("r\($0)")) }
-        for digest in digests { index[digest] = KeySlot.make(digest: digest, key: [], row: nil) }
+        let keys = (0..<1000).map { bytes("r\($0)") }
+        let digests = keys.map { hasher.digest($0) }
+        for (key, digest) in zip(keys, digests) { index[digest] = KeySlot.make(digest: digest, key: key, row: nil) }
         index.reserveCapacity(100_000)
         #expect(index.capacity >= 131_072)
-        for digest in digests { #expect(index[digest]?.digest == digest) }
+        for digest in digests { #expect(index[digest]?.digest() == digest) }
     }
 
     @Test func removalsGiveBucketsBackAndRandomPicksFindEveryRemainingSlot() {
         var index = SlotIndex()
         var random = FastRandom(seed: 7)
         #expect(index.randomSlot(using: &random) == nil)
-        let digests = (0..<10_000).map { hasher.digest(bytes("s\($0)")) }
-        for digest in digests { index[digest] = KeySlot.make(digest: digest, key: [], row: nil) }
+        let keys = (0..<10_000).map { bytes("s\($0)") }
+        let digests = keys.map { hasher.digest($0) }
+        var slots: [KeySlot] = []
+        for (key, digest) in zip(keys, digests) {
+            slots.append(KeySlot.make(digest: digest, key: key, row: nil))
+            index[digest] = slots.last
+        }
         #expect(index.capacity >= 16_384)
-        for digest in digests.dropFirst(10) { index[digest] = nil }
+        // Half by digest, half by the slot itself (eviction's way: no digest computed).
+        for i in 10..<5_000 { index[digests[i]] = nil }
+        for i in 5_000..<10_000 { index.remove(slots[i]) }
         #expect(index.count == 10 && index.capacity <= 128)
-        for digest in digests.prefix(10) { #expect(index[digest]?.digest == digest) }
+        for digest in digests.prefix(10) { #expect(index[digest]?.digest() == digest) }
+        #expect(index[digests[10]] == nil && index[digests[9_999]] == nil)
         var picked = Set<KeyDigest>()
         for _ in 0..<1_000 {
             guard let slot = index.randomSlot(using: &random) else { break }
-            picked.insert(slot.digest)
+            picked.insert(slot.digest())
         }
         #expect(picked == Set(digests.prefix(10)))
     }

@@ -10,4 +10,11 @@ static inline void kv_prefetch(const void *address, int lines) {
     for (int i = 0; i < lines; i++) __builtin_prefetch(p + 64 * i, 0, 3);
 }
 
+// The bytes a block from malloc() has room for (at least what was asked):
+// a key's slot keeps no capacity of the block its bytes spilled to.
+#include <malloc.h>
+static inline size_t kv_usable_size(void *block) {
+    return malloc_usable_size(block);
+}
+
 #endif

@@ -27,9 +27,11 @@ public final class AccessTracking: @unchecked Sendable {
 
     /// The counter after the decay for the minutes since it last decayed
     /// (Redis's LFUDecrAndReturn).
-    func decayed(_ slot: KeySlot, nowMinutes: UInt32) -> UInt8 {
-        guard lfuDecayTime > 0, nowMinutes > slot.frequencyMinutes else { return slot.frequency }
-        let periods = Int(nowMinutes - slot.frequencyMinutes) / lfuDecayTime
+    func decayed(_ slot: KeySlot, nowMinutes: UInt16) -> UInt8 {
+        // Minutes modulo 2^16, as Redis's LFU clock (LFUTimeElapsed).
+        let elapsed = Int(nowMinutes &- slot.frequencyMinutes)
+        guard lfuDecayTime > 0, elapsed > 0 else { return slot.frequency }
+        let periods = elapsed / lfuDecayTime
         return periods >= Int(slot.frequency) ? 0 : slot.frequency - UInt8(periods)
     }
 
@@ -37,7 +39,7 @@ public final class AccessTracking: @unchecked Sendable {
     /// then incremented with probability 1 / ((counter - 5) * factor + 1)
     /// (Redis's updateLFU and LFULogIncr).
     func touch(_ slot: KeySlot, now: Int64) {
-        let minutes = UInt32(truncatingIfNeeded: now / 60_000)
+        let minutes = Self.minutes(now)
         var counter = decayed(slot, nowMinutes: minutes)
         if counter < 255 {
             let base = max(0, Int(counter) - Int(Self.initialFrequency))
@@ -53,10 +55,13 @@ public final class AccessTracking: @unchecked Sendable {
     func stampWrite(_ slot: KeySlot, new: Bool, now: Int64) {
         if new {
             slot.frequency = Self.initialFrequency
-            slot.frequencyMinutes = UInt32(truncatingIfNeeded: now / 60_000)
+            slot.frequencyMinutes = Self.minutes(now)
         }
         slot.lastAccess = now
     }
+
+    /// The LFU clock at `now` (milliseconds since 1970): minutes, modulo 2^16.
+    static func minutes(_ now: Int64) -> UInt16 { UInt16(truncatingIfNeeded: now / 60_000) }
 }
 
 /// What the engine knows of a key's use, for OBJECT IDLETIME/FREQ and eviction.
@@ -96,7 +101,7 @@ extension CacheEngine {
     private func info(_ slot: KeySlot, now: Int64) -> AccessInfo {
         let last = slot.lastAccess > 0 ? slot.lastAccess : Int64(slot.storageDate * 1000)
         return AccessInfo(idleMilliseconds: max(0, now - last),
-                          frequency: access.decayed(slot, nowMinutes: UInt32(truncatingIfNeeded: now / 60_000)))
+                          frequency: access.decayed(slot, nowMinutes: AccessTracking.minutes(now)))
     }
 
     /// Sets how `key` was used (RESTORE … IDLETIME / FREQ): its idleness in
@@ -115,7 +120,7 @@ extension CacheEngine {
         if let idleSeconds { slot.lastAccess = max(1, now - idleSeconds * 1000) }
         if let frequency {
             slot.frequency = frequency
-            slot.frequencyMinutes = UInt32(truncatingIfNeeded: now / 60_000)
+            slot.frequencyMinutes = AccessTracking.minutes(now)
         }
         return true
     }
@@ -127,10 +132,13 @@ extension CacheEngine {
         guard totals.count > 0, count > 0, !volatileOnly || totals.volatile > 0 else { return [] }
         let now = nowMilliseconds()
         var samples: [EvictionSample] = []
+        // Keys offered: those memory holds by slot (a slot keeps no whole
+        // digest), the file's others by digest.
         var seen = Set<KeyDigest>()
+        var seenSlots = Set<ObjectIdentifier>()
         func offer(_ slot: KeySlot) {
             guard slot.hasRow, !slot.isExpired(at: now), !volatileOnly || slot.expiresAt != nil,
-                  seen.insert(slot.digest).inserted else { return }
+                  seenSlots.insert(ObjectIdentifier(slot)).inserted else { return }
             let use = info(slot, now: now)
             samples.append(EvictionSample(key: slot.key, idleMilliseconds: use.idleMilliseconds, frequency: use.frequency,
                                           expiresAt: slot.expiresAt, storageDate: slot.storageDate, seq: slot.seq))
@@ -146,7 +154,7 @@ extension CacheEngine {
                     // A remembered miss (a delete the file has): dropped as
                     // met, or after a burst of evictions most picks would
                     // find the keys already evicted.
-                    table.forget(slot.digest)
+                    table.forget(slot)
                     continue
                 }
                 offer(slot)

@@ -68,15 +68,15 @@ struct EvictionWalk {
         }
     }
 
-    mutating func note(_ slot: KeySlot, policy: EvictionPolicy) {
+    mutating func note(_ slot: KeySlot, _ digest: KeyDigest, policy: EvictionPolicy) {
         heap.push(Pending(order: EvictionOrderKey(policy, storageDate: slot.storageDate, seq: slot.seq,
                                                   expiresAt: slot.expiresAt),
-                          digest: slot.digest, seq: slot.seq))
+                          digest: digest, seq: slot.seq))
     }
 
     mutating func rebuild(_ slots: [KeySlot], policy: EvictionPolicy) {
         heap.removeAll()
-        for slot in slots where slot.hasRow { note(slot, policy: policy) }
+        for slot in slots where slot.hasRow { note(slot, slot.digest(), policy: policy) }
     }
 }
 

@@ -14,8 +14,8 @@ struct ExpiryWalk {
     /// The last row the walk looked at (expiry time and digest).
     var position: (Int64, KeyDigest)?
 
-    mutating func note(_ slot: KeySlot, expiresAt: Int64, seq: Int64) {
-        heap.push(Pending(expiresAt: expiresAt, digest: slot.digest, seq: seq))
+    mutating func note(_ digest: KeyDigest, expiresAt: Int64, seq: Int64) {
+        heap.push(Pending(expiresAt: expiresAt, digest: digest, seq: seq))
     }
 
     /// A batch reached the file: walk its index again from the start.
@@ -94,7 +94,7 @@ extension CacheEngine {
     func rebuildExpiryHeap() {
         expiry.heap.removeAll()
         for slot in table.allUnapplied {
-            if slot.hasRow, let expiresAt = slot.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: slot.seq) }
+            if slot.hasRow, let expiresAt = slot.expiresAt { expiry.note(slot.digest(), expiresAt: expiresAt, seq: slot.seq) }
         }
     }
 }

@@ -38,8 +38,8 @@ extension CacheEngine {
             }
         }
         let inFile = Set(fileRows.lazy.filter { $0.digest.w0 <= bound }.map(\.digest))
-        for slot in memory where slot.digest.w0 <= bound && !inFile.contains(slot.digest) && live(slot) {
-            found.append((slot.digest, slot.key))
+        for (digest, slot) in memory where digest.w0 <= bound && !inFile.contains(digest) && live(slot) {
+            found.append((digest, slot.key))
         }
         found.sort { $0.0 < $1.0 }
         return (found.map(\.1), done || bound == .max ? 0 : bound + 1)
@@ -61,8 +61,9 @@ extension CacheEngine {
                 }
             }
         }
-        for slot in table.allUnapplied where !seen.contains(slot.digest) {
-            if slot.hasRow, !slot.isExpired(at: now) { found.append((slot.digest, slot.key)) }
+        for slot in table.allUnapplied where slot.hasRow && !slot.isExpired(at: now) {
+            let digest = slot.digest()
+            if !seen.contains(digest) { found.append((digest, slot.key)) }
         }
         found.sort { $0.0 < $1.0 }
         return found.map(\.1)

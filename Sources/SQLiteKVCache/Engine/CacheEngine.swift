@@ -239,7 +239,7 @@ public final class CacheEngine {
             if policy == .lru {
                 slot.seq = totals.takeSeq()
                 table.noteChange(slot, .touch)
-                noteUnapplied(slot)
+                noteUnapplied(slot, digest)
             }
             return StoredEntry(key: key, row: slot.row!)
         }
@@ -267,9 +267,9 @@ public final class CacheEngine {
             if let slot {
                 slot.seq = row.seq
                 table.noteChange(slot, .touch)
-                noteUnapplied(slot)
+                noteUnapplied(slot, digest)
             } else {
-                noteUnapplied(table.write(digest, key: key, row: row))
+                noteUnapplied(table.write(digest, key: key, row: row), digest)
             }
         }
         return StoredEntry(key: key, row: row)
@@ -315,7 +315,7 @@ public final class CacheEngine {
             let now = nowMilliseconds()
             if let expiresAt = slot.expiresAt, expiresAt <= now && !access.expiryIgnored {
                 if !access.expiryHeld {
-                    expire(slot.digest, key: Array(key), size: slot.contentSize, expiresAt: expiresAt)
+                    expire(digest, key: Array(key), size: slot.contentSize, expiresAt: expiresAt)
                 }
                 return nil
             }
@@ -418,7 +418,7 @@ public final class CacheEngine {
         totals.apply(size: size, expiresAt: expiresAt, sign: 1)
         let slot = write(seq, found)
         access.stampWrite(slot, new: old == nil, now: nowMilliseconds())
-        noteUnapplied(slot)
+        noteUnapplied(slot, digest)
         if reportsWrites { onEvent?(.stored(key: slot.key)) }
         if capacity > 0 { _ = try evictToCapacity(limit: .max) }
     }
@@ -455,7 +455,7 @@ public final class CacheEngine {
         let slot = table.write(digest, key: key, head: head, metadata: metadata, value: value, found: nil)
         slot.assumedNew = true
         table.assumedNewCount += 1
-        noteUnapplied(slot)
+        noteUnapplied(slot, digest)
     }
 
     /// Deletes `key` as a replay of the log does (see `replayPut`): a key
@@ -487,13 +487,13 @@ public final class CacheEngine {
     public func resolveTotals() throws(SQLiteKVCache.Error) {
         guard table.assumedNewCount > 0 else { return }
         finishTakingBack()  // an applied batch's blind writes are corrected as their slots come back
-        let blind = table.allUnapplied.filter { $0.assumedNew && $0.inFlight == 0 }.sorted { $0.digest < $1.digest }
-        for slot in blind { try correctBlind(slot) }
+        let blind = table.allUnapplied.lazy.filter { $0.assumedNew && $0.inFlight == 0 }.map { ($0.digest(), $0) }
+        for (digest, slot) in blind.sorted(by: { $0.0 < $1.0 }) { try correctBlind(slot, digest) }
     }
 
     /// Takes out of the totals what the file held for a blind write's key.
-    private func correctBlind(_ slot: KeySlot) throws(SQLiteKVCache.Error) {
-        if fileMayHold(slot.digest), let old = try file.rowInfo(slot.digest) {
+    private func correctBlind(_ slot: KeySlot, _ digest: KeyDigest) throws(SQLiteKVCache.Error) {
+        if fileMayHold(digest), let old = try file.rowInfo(digest) {
             totals.apply(size: old.size, expiresAt: old.expiresAt, sign: -1)
         }
         slot.assumedNew = false
@@ -516,9 +516,10 @@ public final class CacheEngine {
         var looked = 0
         var visited = 0
         while looked < limit && visited < buckets {
-            let blind = table.unapplied(inBucket: resolvingBucket).filter { $0.assumedNew && $0.inFlight == 0 }
-            for slot in blind.sorted(by: { $0.digest < $1.digest }) {
-                try correctBlind(slot)
+            let blind = table.unapplied(inBucket: resolvingBucket).lazy.filter { $0.assumedNew && $0.inFlight == 0 }
+                .map { ($0.digest(), $0) }
+            for (digest, slot) in blind.sorted(by: { $0.0 < $1.0 }) {
+                try correctBlind(slot, digest)
                 looked += 1
             }
             resolvingBucket = (resolvingBucket + 1) % buckets
@@ -563,7 +564,7 @@ public final class CacheEngine {
             totals.apply(size: size, expiresAt: expiresAt, sign: 1)
             slot.expiresAt = expiresAt
             table.noteChange(slot, .row)
-            noteUnapplied(slot)
+            noteUnapplied(slot, digest)
             return true
         }
         guard let row = try current(digest, key: key, counted: false).row else { return false }
@@ -577,7 +578,7 @@ public final class CacheEngine {
         var changed = row
         changed.expiresAt = expiresAt
         let written = table.write(digest, key: key, row: changed)
-        noteUnapplied(written)
+        noteUnapplied(written, digest)
         return true
     }
 
@@ -606,10 +607,10 @@ public final class CacheEngine {
     }
 
     /// Records in the walks of eviction and expiry a row not yet in the file.
-    func noteUnapplied(_ slot: KeySlot) {
+    func noteUnapplied(_ slot: KeySlot, _ digest: KeyDigest) {
         guard slot.hasRow else { return }
-        if capacity > 0 { eviction.note(slot, policy: policy) }
-        if let expiresAt = slot.expiresAt { expiry.note(slot, expiresAt: expiresAt, seq: slot.seq) }
+        if capacity > 0 { eviction.note(slot, digest, policy: policy) }
+        if let expiresAt = slot.expiresAt { expiry.note(digest, expiresAt: expiresAt, seq: slot.seq) }
     }
 
     // MARK: Live values
@@ -647,7 +648,7 @@ public final class CacheEngine {
         slot.storageDate = storageDate
         table.noteChange(slot, .row)
         access.stampWrite(slot, new: false, now: nowMilliseconds())
-        noteUnapplied(slot)
+        noteUnapplied(slot, digest)
         if reportsWrites { onEvent?(.stored(key: key)) }
         _ = try evictToCapacity(limit: .max)
     }
@@ -720,7 +721,8 @@ public final class CacheEngine {
         buildFileKeysIfWanted()
         guard !table.changed.isEmpty || clearPending || needsRecencyIndex else { return nil }
         let id = nextBatchID
-        nextBatchID += 1
+        // A slot keeps an id's low 32 bits, 0 meaning none.
+        nextBatchID += nextBatchID & 0xFFFF_FFFF == 0xFFFF_FFFF ? 2 : 1
         let batch = CacheBatch(file: file, id: id, lsn: lsn, clear: clearPending, writes: table.seal(id), totals: totals)
         batch.createRecencyIndex = needsRecencyIndex
         batch.failuresSeen = lastFailedBatch

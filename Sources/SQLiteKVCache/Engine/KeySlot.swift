@@ -16,28 +16,33 @@ enum SlotChange: UInt8 {
 /// The fixed part of a `KeySlot`: its state and bookkeeping, followed in
 /// the same heap block by its bytes (the key, the metadata, then the value).
 ///
-/// Widest fields first, the lengths and positions as 32-bit integers and
-/// the one-byte fields last: 143 bytes.
+/// Widest fields first, then the 32- and 16-bit ones, the one-byte fields
+/// and the flags last: 99 bytes, so with the object's header a 16-byte key
+/// and a 100-byte value fill a 240-byte heap chunk (Redis's 1M-key fill;
+/// 288 bytes with the whole digest, 64-bit lengths and a byte per flag).
 struct SlotFields {
-    let digest: KeyDigest
+    /// The first two words of the key's digest (SHA-256 of the key): the
+    /// index tells slots apart by these 128 bits, and the unapplied index
+    /// files a slot by `w0`'s top bits. The whole digest is computed from
+    /// the key when needed (`KeySlot.digest()`).
+    let w0: UInt64, w1: UInt64
     /// The value in its working form (a list, a hash, …), when it has one:
-    /// the bytes then hold no value.
-    var live: LiveValue?
-    /// The bytes, when they outgrew the room in the slot's own block:
-    /// a block of `spillCapacity` bytes of its own.
+    /// the bytes then hold no value. An `AnyObject`, not a `LiveValue`
+    /// existential (16 bytes): `live` casts it.
+    var liveObject: AnyObject?
+    /// The bytes, when they outgrew the room in the slot's own block: a
+    /// block of their own (`malloc_usable_size` gives its room).
     var spill: UnsafeMutableRawPointer?
-    /// The memory the slot is counted for.
-    var cost = 0
     /// Redis's LRU clock (milliseconds since 1970; see `AccessTracking`).
     var lastAccess: Int64 = 0
     var storageDate: Double = 0
     var seq: Int64 = 0
     var expiresAt: Int64 = 0
-    /// The batch carrying this key's last sealed state, until it completes (0: none).
-    var inFlight: UInt64 = 0
-    /// Bytes the slot's own block has room for after these fields.
-    let inlineCapacity: UInt32
-    var spillCapacity: UInt32 = 0
+    /// The memory the slot is counted for, in 16-byte units (`KeySlot.cost`).
+    var costUnits: UInt32 = 0
+    /// The low 32 bits of the batch carrying this key's last sealed state,
+    /// until it completes (0: none; the engine skips ids whose low bits are 0).
+    var inFlight: UInt32 = 0
     let keyLength: UInt32
     var metadataLength: UInt32 = 0
     var valueLength: UInt32 = 0
@@ -46,28 +51,63 @@ struct SlotFields {
     var ringPosition: Int32 = -1
     /// Where it is in its bucket of the index of unapplied slots (-1: not there).
     var bucketPosition: Int32 = -1
-    /// When the LFU counter last decayed (minutes since 1970).
-    var frequencyMinutes: UInt32 = 0
-    var change = SlotChange.none
-    /// The clock's bit: read since the hand last passed.
-    var referenced = false
-    /// Written while the log was replayed without looking the key up in the
-    /// file: the totals count it as new until the writer, applying it,
-    /// finds what the file held and corrects them.
-    var assumedNew = false
+    /// Bytes the slot's own block has room for after these fields (at most `KeySlot.inlineLimit`).
+    let inlineCapacity: UInt16
+    /// When the LFU counter last decayed (minutes since 1970, modulo 2^16,
+    /// as Redis's 16-bit LFU clock).
+    var frequencyMinutes: UInt16 = 0
     /// Redis's logarithmic LFU counter.
     var frequency: UInt8 = AccessTracking.initialFrequency
     var kind = ValueKind.string
-    /// False when the key is known to be absent (a delete not yet applied,
-    /// or a miss remembered).
-    var hasRow = false
-    var hasExpiry = false
+    /// `change` (two bits) and the flags below, packed.
+    private var bits: UInt8 = 0
 
     init(digest: KeyDigest, inlineCapacity: Int, keyLength: Int) {
-        self.digest = digest
-        self.inlineCapacity = UInt32(truncatingIfNeeded: inlineCapacity)
+        w0 = digest.w0
+        w1 = digest.w1
+        self.inlineCapacity = UInt16(truncatingIfNeeded: inlineCapacity)
         self.keyLength = UInt32(keyLength)
     }
+
+    private static let referencedBit: UInt8 = 4, assumedNewBit: UInt8 = 8, hasRowBit: UInt8 = 16, hasExpiryBit: UInt8 = 32
+
+    @inline(__always)
+    private mutating func set(_ bit: UInt8, _ on: Bool) {
+        bits = on ? bits | bit : bits & ~bit
+    }
+
+    var change: SlotChange {
+        get { SlotChange(rawValue: bits & 3)! }
+        set { bits = bits & ~3 | newValue.rawValue }
+    }
+    /// The clock's bit: read since the hand last passed.
+    var referenced: Bool {
+        get { bits & Self.referencedBit != 0 }
+        set { set(Self.referencedBit, newValue) }
+    }
+    /// Written while the log was replayed without looking the key up in the
+    /// file: the totals count it as new until the writer, applying it,
+    /// finds what the file held and corrects them.
+    var assumedNew: Bool {
+        get { bits & Self.assumedNewBit != 0 }
+        set { set(Self.assumedNewBit, newValue) }
+    }
+    /// False when the key is known to be absent (a delete not yet applied,
+    /// or a miss remembered).
+    var hasRow: Bool {
+        get { bits & Self.hasRowBit != 0 }
+        set { set(Self.hasRowBit, newValue) }
+    }
+    var hasExpiry: Bool {
+        get { bits & Self.hasExpiryBit != 0 }
+        set { set(Self.hasExpiryBit, newValue) }
+    }
+    var live: LiveValue? {
+        get { liveObject.map { $0 as! LiveValue } }
+        set { liveObject = newValue }
+    }
+    /// The room of the block the bytes spilled to (0: none).
+    var spillCapacity: Int { spill.map { kv_usable_size($0) } ?? 0 }
 }
 
 /// The non-byte part of a row: what `KeySlot.assign` takes beside the
@@ -148,16 +188,14 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
             withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }.copyMemory(from: spill, byteCount: keeping)
             free(spill)
             header.spill = nil
-            header.spillCapacity = 0
             return
         }
-        let capacity = Int(header.spillCapacity)
+        let capacity = header.spillCapacity
         if header.spill != nil && count <= capacity && count >= capacity / 4 { return }
         guard let block = malloc(max(count, 1)) else { fatalError("out of memory for a slot of \(count) bytes") }
         if keeping > 0 { block.copyMemory(from: base, byteCount: keeping) }
         header.spill.map { free($0) }
         header.spill = block
-        header.spillCapacity = UInt32(truncatingIfNeeded: min(max(count, 1), Int(UInt32.max)))
     }
 
     /// Sets the row: its fields, and its metadata and value bytes (or the
@@ -250,7 +288,14 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
         }
     }
 
-    var digest: KeyDigest { header.digest }
+    /// The key's digest, computed from the key (SHA-256: about 50 ns for a
+    /// short key); a slot keeps only its first two words.
+    func digest() -> KeyDigest { withKey { KeyHasher.digest($0) } }
+    /// Whether `digest` is this slot's key's (its first 128 bits are).
+    @inline(__always)
+    func matches(_ digest: KeyDigest) -> Bool { header.w0 == digest.w0 && header.w1 == digest.w1 }
+    /// The digest's first word: its top bits order digests.
+    var digestPrefix: UInt64 { header.w0 }
     var hasRow: Bool { header.hasRow }
     var kind: ValueKind { header.kind }
     var live: LiveValue? { header.live }
@@ -288,24 +333,34 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// has for them (its own block's and a block of its own, which a value
     /// that shrank may leave partly unused), and a live value's estimate.
     var memoryBytes: Int {
-        Int(header.inlineCapacity) + Int(header.spillCapacity) + (header.live.map(\.memoryCost) ?? 0)
+        Int(header.inlineCapacity) + header.spillCapacity + (header.live.map(\.memoryCost) ?? 0)
     }
 
     // MARK: Bookkeeping
 
-    var inFlight: UInt64 {
+    /// The low 32 bits of the id of the batch carrying the slot's last
+    /// sealed state (0: none).
+    var inFlight: UInt32 {
         get { header.inFlight }
         set { header.inFlight = newValue }
     }
+    /// Whether batch `id` carries the slot's last sealed state.
+    @inline(__always)
+    func isInFlight(in id: UInt64) -> Bool { header.inFlight == UInt32(truncatingIfNeeded: id) }
+    /// Puts the slot in flight with batch `id` (whose low 32 bits are not 0).
+    func setInFlight(_ id: UInt64) { header.inFlight = UInt32(truncatingIfNeeded: id) }
+    /// The memory the slot is counted for: what was set, rounded up to 16
+    /// bytes (and at most 64 GiB), the same figure on every read, so what
+    /// is added to a total is what is taken off it later.
     var cost: Int {
-        get { header.cost }
-        set { header.cost = newValue }
+        get { Int(header.costUnits) << 4 }
+        set { header.costUnits = UInt32(truncatingIfNeeded: min((newValue + 15) >> 4, Int(UInt32.max))) }
     }
     var lastAccess: Int64 {
         get { header.lastAccess }
         set { header.lastAccess = newValue }
     }
-    var frequencyMinutes: UInt32 {
+    var frequencyMinutes: UInt16 {
         get { header.frequencyMinutes }
         set { header.frequencyMinutes = newValue }
     }

@@ -301,10 +301,16 @@ final class KeyTable {
 
     /// Forgets `digest` (a clean slot only: a changed one must reach the file).
     func forget(_ digest: KeyDigest) {
-        guard let slot = slots[digest], !slot.isUnapplied else { return }
+        guard let slot = slots[digest] else { return }
+        forget(slot)
+    }
+
+    /// Forgets `slot`, one the table holds (when clean).
+    func forget(_ slot: KeySlot) {
+        guard !slot.isUnapplied else { return }
         detach(slot)
         removeFromRing(slot)
-        slots[digest] = nil
+        slots.remove(slot)
     }
 
     /// Forgets everything, changed slots too (a clear replaces them all).
@@ -335,12 +341,15 @@ final class KeyTable {
         for i in changed.indices {
             if i + ahead < changed.count { changed[i + ahead].prefetch() }
             let slot = changed[i]
+            if slot.change == .none { continue }
+            // A slot keeps only its digest's first two words: the batch needs all four.
+            let digest = slot.digest()
             switch (slot.change, slot.hasRow) {
             case (.none, _): continue
             case (.touch, true):
-                writes.append(BatchWrite(digest: slot.digest, op: .touch(seq: slot.seq), correct: slot.assumedNew))
+                writes.append(BatchWrite(digest: digest, op: .touch(seq: slot.seq), correct: slot.assumedNew))
             case (_, true):
-                var write = BatchWrite(digest: slot.digest, op: .put(RowHead(storageDate: slot.storageDate, seq: slot.seq,
+                var write = BatchWrite(digest: digest, op: .put(RowHead(storageDate: slot.storageDate, seq: slot.seq,
                                                                                expiresAt: slot.expiresAt, kind: slot.kind)),
                                        correct: slot.assumedNew)
                 if let live = slot.live {
@@ -353,10 +362,10 @@ final class KeyTable {
                     }
                 }
             case (_, false):
-                writes.append(BatchWrite(digest: slot.digest, op: .delete, correct: slot.assumedNew))
+                writes.append(BatchWrite(digest: digest, op: .delete, correct: slot.assumedNew))
             }
             slot.change = .none
-            slot.inFlight = id
+            slot.setInFlight(id)
         }
         changed.removeAll(keepingCapacity: true)
         sealedBytes += writes.byteCount
@@ -388,7 +397,7 @@ final class KeyTable {
             // their buckets and then the slots are asked for ahead.
             if w + 16 < range.upperBound { slots.prefetchBucket(writes[w + 16].digest) }
             if w + 8 < range.upperBound { slots.prefetchSlot(writes[w + 8].digest) }
-            guard let slot = slots[writes[w].digest], slot.inFlight == id else { continue }
+            guard let slot = slots[writes[w].digest], slot.isInFlight(in: id) else { continue }
             detach(slot)
             slot.inFlight = 0
             if let value = writes[w].live, let current = slot.live, current === value {
@@ -407,7 +416,8 @@ final class KeyTable {
 
     // MARK: The unapplied slots, by digest range
 
-    private static func bucket(_ digest: KeyDigest) -> Int { Int(digest.w0 >> UInt64(64 - indexBits)) }
+    private static func bucket(_ digest: KeyDigest) -> Int { bucket(prefix: digest.w0) }
+    private static func bucket(prefix: UInt64) -> Int { Int(prefix >> UInt64(64 - indexBits)) }
 
     private func allocateUnappliedIndexIfNeeded() {
         if unappliedIndex.isEmpty { unappliedIndex = Array(repeating: [], count: 1 << Self.indexBits) }
@@ -415,7 +425,7 @@ final class KeyTable {
 
     private func index(_ slot: KeySlot) {
         allocateUnappliedIndexIfNeeded()
-        let bucket = Self.bucket(slot.digest)
+        let bucket = Self.bucket(prefix: slot.digestPrefix)
         slot.indexPosition = unappliedIndex[bucket].count
         unappliedIndex[bucket].append(slot)
         unappliedCount += 1
@@ -424,7 +434,7 @@ final class KeyTable {
     private func unindex(_ slot: KeySlot) {
         let at = slot.indexPosition
         guard at >= 0, !unappliedIndex.isEmpty else { return }
-        let bucket = Self.bucket(slot.digest)
+        let bucket = Self.bucket(prefix: slot.digestPrefix)
         let last = unappliedIndex[bucket].removeLast()
         if last !== slot {
             unappliedIndex[bucket][at] = last
@@ -434,17 +444,18 @@ final class KeyTable {
         unappliedCount -= 1
     }
 
-    /// The unapplied slots whose digest is at or after `start`, in digest
-    /// order, until `limit` are found and then to the end of that one's
-    /// 12-bit bucket.
-    func unapplied(from start: KeyDigest, limit: Int) -> [KeySlot] {
-        var found: [KeySlot] = []
+    /// The unapplied slots whose digest is at or after `start`, with their
+    /// digests, in digest order, until `limit` are found and then to the
+    /// end of that one's 12-bit bucket.
+    func unapplied(from start: KeyDigest, limit: Int) -> [(digest: KeyDigest, slot: KeySlot)] {
+        var found: [(digest: KeyDigest, slot: KeySlot)] = []
         guard unappliedCount > 0 else { return found }
         var bucket = Self.bucket(start)
         while bucket < unappliedIndex.count && found.count < limit {
             let slots = unappliedIndex[bucket]
             if !slots.isEmpty {
-                found.append(contentsOf: slots.filter { $0.digest >= start }.sorted { $0.digest < $1.digest })
+                found.append(contentsOf: slots.lazy.map { (digest: $0.digest(), slot: $0) }.filter { $0.digest >= start }
+                    .sorted { $0.digest < $1.digest })
             }
             bucket += 1
         }
@@ -494,7 +505,7 @@ final class KeyTable {
         digests.reserveCapacity(unappliedCount)
         for bucket in unappliedIndex.indices {
             for i in unappliedIndex[bucket].indices where unappliedIndex[bucket][i].hasRow {
-                digests.append(unappliedIndex[bucket][i].digest)
+                digests.append(unappliedIndex[bucket][i].digest())
             }
         }
         return digests
@@ -538,7 +549,7 @@ final class KeyTable {
             } else {
                 cleanBytes -= slot.cost
                 removeFromRing(slot)
-                slots[slot.digest] = nil
+                slots.remove(slot)
                 return true
             }
         }

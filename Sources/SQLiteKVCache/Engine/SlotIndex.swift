@@ -9,7 +9,9 @@ import CPrefetch
 /// 16 bytes, where a `[KeyDigest: KeySlot]` bucket takes 40 (the whole
 /// digest beside the reference): at a million keys, 32 MB instead of 80.
 /// The seed is random per index, so a client cannot aim keys at one run
-/// of buckets. Removal shifts the run back (no tombstones).
+/// of buckets. Removal shifts the run back (no tombstones). A slot is told
+/// apart by its digest's first 128 bits (`KeySlot.matches`), which is all
+/// of it a slot keeps.
 struct SlotIndex {
     struct Bucket {
         /// 0: empty; otherwise `hash | 1` (a bucket's home is `tag >> 1`).
@@ -30,8 +32,11 @@ struct SlotIndex {
     var capacity: Int { mask + 1 }
 
     @inline(__always)
-    private func tag(_ digest: KeyDigest) -> UInt64 {
-        var h = digest.w0 ^ seed
+    private func tag(_ digest: KeyDigest) -> UInt64 { tag(prefix: digest.w0) }
+
+    @inline(__always)
+    private func tag(prefix: UInt64) -> UInt64 {
+        var h = prefix ^ seed
         h ^= h >> 33
         h &*= 0xff51_afd7_ed55_8ccd
         h ^= h >> 33
@@ -51,7 +56,7 @@ struct SlotIndex {
             while true {
                 let here = b[i].tag
                 if here == 0 { return (i, false) }
-                if here == t, let slot = b[i].slot, slot.digest == digest { return (i, true) }
+                if here == t, let slot = b[i].slot, slot.matches(digest) { return (i, true) }
                 i = (i + 1) & mask
             }
         }
@@ -95,6 +100,18 @@ struct SlotIndex {
                 remove(at: i)
             }
         }
+    }
+
+    /// Takes `slot` out (it must be in the index): found by its digest's
+    /// first word and its identity, so its digest need not be computed.
+    mutating func remove(_ slot: KeySlot) {
+        let t = tag(prefix: slot.digestPrefix)
+        var i = home(t)
+        while buckets[i].tag != t || buckets[i].slot !== slot {
+            precondition(buckets[i].tag != 0, "remove() of a slot the index does not hold")
+            i = (i + 1) & mask
+        }
+        remove(at: i)
     }
 
     /// Empties bucket `i` and moves back the entries after it that would no
