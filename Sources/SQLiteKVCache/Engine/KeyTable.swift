@@ -118,9 +118,11 @@ final class KeyTable {
     /// Slots written blind (`KeySlot.assumedNew`) whose totals are not corrected yet.
     var assumedNewCount = 0
 
-    /// Bookkeeping per slot beyond its content: the dictionary entry, the
-    /// slot object and its arrays' headers.
-    static let overhead = 192
+    /// Bookkeeping per slot beyond the room for its bytes: the block's
+    /// object header, fields and malloc's word (123 bytes in the 240-byte
+    /// chunk of a 16-byte key and a 100-byte value), about two index
+    /// buckets (32) and its place in the clock's ring (8).
+    static let overhead = 160
 
     /// A table with a budget of its own, of `budget` bytes.
     convenience init(budget: Int) {
@@ -367,7 +369,9 @@ final class KeyTable {
             slot.change = .none
             slot.setInFlight(id)
         }
-        changed.removeAll(keepingCapacity: true)
+        // A large list goes (8 bytes a key: a million keys' fill left 8 MB
+        // behind); a small one is kept for the next second's changes.
+        changed.removeAll(keepingCapacity: changed.capacity <= 1 << 16)
         sealedBytes += writes.byteCount
         if budget.used > budget.limit { shrink() }
         return writes
@@ -412,6 +416,9 @@ final class KeyTable {
             attach(slot)
             if !slot.isUnapplied && slot.indexed { unindex(slot) }
         }
+        // Drained: the index's 4,096 arrays keep the room their largest
+        // memtable needed (8 bytes a key) unless they go.
+        if unappliedCount == 0 && !unappliedIndex.isEmpty { unappliedIndex = [] }
     }
 
     // MARK: The unapplied slots, by digest range
