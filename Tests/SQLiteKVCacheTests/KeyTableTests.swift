@@ -75,6 +75,25 @@ struct KeyTableTests {
         #expect(value(table.lookup(b)) == bytes("value of b"))
         table.forget(a)
         #expect(table.slot(a) == nil && table.slot(b) != nil)
+        // The last two words are not compared: the first 128 bits are the identity.
+        var sameFirstHalf = b
+        sameFirstHalf.w3 = 12345
+        #expect(table.slot(sameFirstHalf) === table.slot(b))
+    }
+
+    /// The LFU clock counts minutes modulo 2^16 (as Redis's), and never
+    /// shows a minute before one it showed: a replayed command runs at its
+    /// record's time, and a step back would read as 2^16 minutes idle.
+    @Test func theLFUClockWrapsAndNeverStepsBack() {
+        let access = AccessTracking()
+        let slot = KeySlot.make(digest: digest(of: "k"), key: bytes("k"), row: row("v"))
+        let now: Int64 = 65_535 * 60_000 + 1  // the last minute before the 16-bit clock wraps
+        access.stampWrite(slot, new: true, now: now)
+        access.touch(slot, now: now)  // 5 -> 6: certain at the initial value
+        #expect(slot.frequency == 6)
+        #expect(access.decayed(slot, nowMinutes: access.minutes(now - 60_000)) == 6)
+        // Three minutes on, across the wrap: three decay periods of a minute.
+        #expect(access.decayed(slot, nowMinutes: access.minutes(now + 3 * 60_000)) == 3)
     }
 
     /// What a fresh slot of `key` and `value` costs (its room is what it
@@ -91,7 +110,8 @@ struct KeyTableTests {
         table.cache(d, key: bytes("k"), row: row("12345"))
         let kept = table.cleanBytes
         // Its room: what it holds, to the next 8 bytes (at most what the
-        // allocator gave: a sanitizer's gives exactly what was asked), in 16-byte units.
+        // allocator gave: a sanitizer's gives exactly what was asked), the
+        // cost rounded up to 16 bytes.
         #expect((roundUp16(1 + 5 + KeyTable.overhead)...roundUp16(8 + KeyTable.overhead)).contains(kept)
                 && table.unappliedBytes == 0)
         // A smaller value keeps the slot's room, and the slot is counted for it.
@@ -217,8 +237,10 @@ struct KeyTableTests {
             return
         }
         let shared = bucketOf(digest(of: a))
-        let others = firstInBucket.filter { $0.key != shared }.map(\.value).prefix(2)
-        let keys = [a, b] + others
+        // One key in a bucket before the shared one and one after, when there are such.
+        let before = firstInBucket.filter { $0.key < shared }.map(\.value).first
+        let after = firstInBucket.filter { $0.key > shared }.min { $0.key < $1.key }.map(\.value)
+        let keys = [a, b] + [before, after].compactMap { $0 }
         for key in keys { table.write(digest(of: key), key: bytes(key), row: row("v")) }
         let digests = keys.map { digest(of: $0) }.sorted()
         let all = table.unapplied(from: KeyDigest(w0: 0), limit: 10)

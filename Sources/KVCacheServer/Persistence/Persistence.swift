@@ -131,8 +131,10 @@ final class Persistence {
     /// dirtied about one B-tree page per key, and five times the keys per
     /// batch share pages (the server's CPU per SET -P 1 at 1M keys, the
     /// writer's work included, fell from 36 to 31 µs, docs/decisions.md). `SAVE`, a full memtable and
-    /// the byte bounds below still seal at once.
-    var sealInterval: Int64 { everyChangeLogged ? 5000 : 1000 }
+    /// the byte bounds below still seal at once. While a cache's last batch
+    /// failed (a full disk), every second: writes are refused until a batch
+    /// succeeds, so room made on the disk is found within a second, not five.
+    var sealInterval: Int64 { everyChangeLogged && failing.isEmpty ? 5000 : 1000 }
     /// A seal also happens once this many bytes of changes wait (a bound
     /// on how large one transaction of the writer gets).
     static let sealBytes = 64 << 20

@@ -39,7 +39,7 @@ public final class AccessTracking: @unchecked Sendable {
     /// then incremented with probability 1 / ((counter - 5) * factor + 1)
     /// (Redis's updateLFU and LFULogIncr).
     func touch(_ slot: KeySlot, now: Int64) {
-        let minutes = Self.minutes(now)
+        let minutes = self.minutes(now)
         var counter = decayed(slot, nowMinutes: minutes)
         if counter < 255 {
             let base = max(0, Int(counter) - Int(Self.initialFrequency))
@@ -55,13 +55,23 @@ public final class AccessTracking: @unchecked Sendable {
     func stampWrite(_ slot: KeySlot, new: Bool, now: Int64) {
         if new {
             slot.frequency = Self.initialFrequency
-            slot.frequencyMinutes = Self.minutes(now)
+            slot.frequencyMinutes = minutes(now)
         }
         slot.lastAccess = now
     }
 
-    /// The LFU clock at `now` (milliseconds since 1970): minutes, modulo 2^16.
-    static func minutes(_ now: Int64) -> UInt16 { UInt16(truncatingIfNeeded: now / 60_000) }
+    /// The latest minute the LFU clock has shown (minutes since 1970).
+    private var latestMinute: Int64 = 0
+
+    /// The LFU clock at `now` (milliseconds since 1970): minutes, modulo
+    /// 2^16, and never behind a minute it already showed. A replayed
+    /// command runs at its record's time, in the past: a clock stepping
+    /// back a minute would read as 2^16 minutes elapsed and decay a
+    /// counter to 0.
+    func minutes(_ now: Int64) -> UInt16 {
+        latestMinute = max(latestMinute, now / 60_000)
+        return UInt16(truncatingIfNeeded: latestMinute)
+    }
 }
 
 /// What the engine knows of a key's use, for OBJECT IDLETIME/FREQ and eviction.
@@ -101,7 +111,7 @@ extension CacheEngine {
     private func info(_ slot: KeySlot, now: Int64) -> AccessInfo {
         let last = slot.lastAccess > 0 ? slot.lastAccess : Int64(slot.storageDate * 1000)
         return AccessInfo(idleMilliseconds: max(0, now - last),
-                          frequency: access.decayed(slot, nowMinutes: AccessTracking.minutes(now)))
+                          frequency: access.decayed(slot, nowMinutes: access.minutes(now)))
     }
 
     /// Sets how `key` was used (RESTORE … IDLETIME / FREQ): its idleness in
@@ -120,7 +130,7 @@ extension CacheEngine {
         if let idleSeconds { slot.lastAccess = max(1, now - idleSeconds * 1000) }
         if let frequency {
             slot.frequency = frequency
-            slot.frequencyMinutes = AccessTracking.minutes(now)
+            slot.frequencyMinutes = access.minutes(now)
         }
         return true
     }

@@ -333,6 +333,7 @@ final class KeyTable {
     /// Hands every changed slot's state to batch `id`: each becomes in
     /// flight with it, its live value frozen until the batch completes.
     func seal(_ id: UInt64) -> SealedWrites {
+        precondition(UInt32(truncatingIfNeeded: id) != 0, "a batch id whose low 32 bits are 0 (a slot's 'none')")
         var writes = SealedWrites()
         writes.reserveCapacity(changed.count)
         // A slot changed a second ago is out of the cache: the misses of
