@@ -301,13 +301,8 @@ final class KeyTable {
         attach(slot)
     }
 
-    /// Forgets `digest` (a clean slot only: a changed one must reach the file).
-    func forget(_ digest: KeyDigest) {
-        guard let slot = slots[digest] else { return }
-        forget(slot)
-    }
-
-    /// Forgets `slot`, one the table holds (when clean).
+    /// Forgets `slot`, one the table holds (a clean slot only: a changed
+    /// one must reach the file).
     func forget(_ slot: KeySlot) {
         guard !slot.isUnapplied else { return }
         detach(slot)
@@ -347,9 +342,8 @@ final class KeyTable {
             if slot.change == .none { continue }
             // A slot keeps only its digest's first two words: the batch needs all four.
             let digest = slot.digest()
-            switch (slot.change, slot.hasRow) {
-            case (.none, _): continue
-            case (.touch, true):
+            switch (slot.change == .touch, slot.hasRow) {
+            case (true, true):
                 writes.append(BatchWrite(digest: digest, op: .touch(seq: slot.seq), correct: slot.assumedNew))
             case (_, true):
                 var write = BatchWrite(digest: digest, op: .put(RowHead(storageDate: slot.storageDate, seq: slot.seq,
