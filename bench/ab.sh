@@ -9,6 +9,8 @@
 # GET -P 16 -r 10000 -c 50 -d 100 (the loop-bound command path). Other
 # options after ROUNDS replace the measured load, e.g.
 #   bench/ab.sh /tmp/old .build/release/kvcache-server 4 -t set -P 16 -r 10000
+# FILL_KEYS (default 10000) sets the keyspace filled before each measured
+# load (FILL_KEYS=1000000 for loads on a million keys).
 # KVCACHE_ARGS adds server options to both, e.g.
 #   KVCACHE_ARGS="--appendfsync always" bench/ab.sh OLD NEW 3 -t set -P 1 -r 10000 -n 300000
 # Each round is bounded: -n 1,500,000 and a 120 s timeout.
@@ -31,7 +33,9 @@ run() {  # binary -> requests/s of the measured load
     "$1" --port "$port" --bind 127.0.0.1 --dir "$dir/data" ${KVCACHE_ARGS:-} >"$dir/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-    redis-benchmark -p "$port" -t set -r 10000 -n 200000 -c 50 -d 100 -P 16 -q >/dev/null 2>&1
+    fill=${FILL_KEYS:-10000}
+    redis-benchmark -p "$port" -t set -r "$fill" -n $(( fill > 100000 ? fill * 2 : 200000 )) -c 50 -d 100 -P 16 -q \
+        >/dev/null 2>&1
     timeout 120 redis-benchmark -p "$port" -n 1500000 -c 50 -d 100 -q "${load[@]}" 2>&1 \
         | tr '\r' '\n' | awk '/per second/ { print $2; exit }'
     kill "$pid"; wait "$pid" 2>/dev/null || true

@@ -76,6 +76,11 @@ final class Command: Sendable {
                                                 "evalsha_ro", "fcall", "fcall_ro", "restore", "migrate", "debug"]
     /// What ACL checks know of it: its id, categories, key positions, subcommands.
     let aclEntry: ACLCommandEntry
+    /// GET and SET: the engine reads their key where it arrived, so a
+    /// pipeline's keys are looked up ahead (`Server.prefetchKeys`) and
+    /// their digests kept for the run.
+    let prefetchesKey: Bool
+    static let prefetchingCommands: Set<String> = ["get", "set"]
 
     /// Redis 7.0's container commands: their first argument names a
     /// subcommand with counters of its own. (This server's DEBUG lists
@@ -107,6 +112,7 @@ final class Command: Sendable {
         // flag strings per request was measurable under SET -P 16).
         self.isFast = flags.contains("fast")
         self.isWrite = flags.contains("write")
+        self.prefetchesKey = Self.prefetchingCommands.contains(name)
         self.writeSubcommands = Self.redisWriteSubcommands[name] ?? []
         self.deniesOOM = flags.contains("denyoom")
         self.isExec = name == "exec"

@@ -38,6 +38,58 @@ struct WriterTests {
         try engine.get(bytes(key)).map { String(decoding: $0.row.value.bytes, as: UTF8.self) }
     }
 
+    /// Keys looked up ahead (a pipeline's) are read and written as any
+    /// others: each digest kept is used only for the bytes at its key's
+    /// address, a key given elsewhere is hashed as usual, and after
+    /// `endPrefetch()` nothing kept is used.
+    @Test func keysLookedUpAheadAreReadAndWrittenAsOthers() throws {
+        let e = try engine()
+        for i in 0..<50 { try e.put(entry("k\(i)", "v\(i)")) }
+        let keys = (0..<8).map { bytes("k\($0 * 7)") } + [bytes("new")]
+        let views = keys.map { key in key.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: $0.count) } }
+        // The arrays outlive the views; their bytes do not move meanwhile.
+        try withExtendedLifetime(keys) {
+            e.prefetch(views)
+            #expect(e.digestsAhead.count == keys.count)
+            let none = UnsafeRawBufferPointer(start: nil, count: 0)
+            // Out of order and with a key not looked up ahead in between.
+            for index in [1, 0, 2, 8] {
+                let found = try e.withValue(views[index]) { _, view -> [UInt8] in
+                    switch view {
+                    case .bytes(let b): return Array(b)
+                    case .live: return []
+                    }
+                }
+                #expect(found == (index == 8 ? nil : bytes("v\(index * 7)")))
+            }
+            let other = bytes("k3")
+            try other.withUnsafeBytes { key in
+                try bytes("changed").withUnsafeBytes { value in
+                    try e.put(key: key, kind: .string, storageDate: 0, expiresAt: nil, metadata: none, value: value)
+                }
+            }
+            try bytes("fresh").withUnsafeBytes { value in
+                try e.put(key: views[8], kind: .string, storageDate: 0, expiresAt: nil, metadata: none, value: value)
+            }
+            e.endPrefetch()
+            #expect(e.digestsAhead.isEmpty)
+        }
+        #expect(try value(e, "k3") == "changed")
+        #expect(try value(e, "new") == "fresh")
+        #expect(try value(e, "k7") == "v7")
+        #expect(e.count == 51)
+        // After endPrefetch() an address once looked up ahead is hashed
+        // again: other bytes there ("x10", absent) are not taken for "k10".
+        var buffer = bytes("k10")
+        try buffer.withUnsafeMutableBytes { (raw) throws -> Void in
+            let view = UnsafeRawBufferPointer(raw)
+            e.prefetch([view])
+            e.endPrefetch()
+            raw[0] = UInt8(ascii: "x")
+            #expect(try e.withValue(view) { _, _ in true } == nil)
+        }
+    }
+
     @Test func readsSeeTheCurrentStateWhileABatchIsInFlight() throws {
         let e = try engine(tier: 0)  // nothing clean kept: reads of applied keys go to the file
         let writer = BatchWriter(onFinished: {})

@@ -235,6 +235,41 @@ def test_pipeline_many_multibulk_commands_in_one_send(server):
     assert c.read_reply() == n
 
 
+def test_pipelined_gets_and_sets_see_each_other_in_order(server, r):
+    """The server looks a pipeline's GET and SET keys up ahead (their index
+    reads overlap); each still sees exactly what the requests before it
+    did, across repeated keys, same-length keys, SELECT, MULTI, a delete,
+    an expiry and a command in another case."""
+    c = server.raw()
+    batch = b"".join([
+        mbulk("SET", "la:1", "a"), mbulk("GET", "la:1"), mbulk("SET", "la:1", "b"), mbulk("GET", "la:1"),
+        mbulk("GET", "la:2"), mbulk("set", "la:2", "c"), mbulk("gEt", "la:2"),
+        mbulk("DEL", "la:1"), mbulk("GET", "la:1"),
+        mbulk("SELECT", "1"), mbulk("GET", "la:2"), mbulk("SET", "la:2", "db1"), mbulk("GET", "la:2"),
+        mbulk("SELECT", "0"), mbulk("GET", "la:2"),
+        mbulk("MULTI"), mbulk("SET", "la:3", "m"), mbulk("GET", "la:3"), mbulk("EXEC"), mbulk("GET", "la:3"),
+        mbulk("SET", "la:4", "x", "PX", "1"),
+        mbulk("SET", "la:5", "v", "GET"), mbulk("GET", "la:5"),
+    ])
+    c.send(batch)
+    want = ["OK", b"a", "OK", b"b", None, "OK", b"c", 1, None,
+            "OK", None, "OK", b"db1", "OK", b"c",
+            "OK", "QUEUED", "QUEUED", ["OK", b"m"], b"m",
+            "OK", None, b"v"]
+    assert [c.read_reply() for _ in want] == want
+    time.sleep(0.01)
+    c.send(mbulk("GET", "la:4") + mbulk("SET", "la:4", "y") + mbulk("GET", "la:4"))
+    assert [c.read_reply() for _ in range(3)] == [None, "OK", b"y"]
+    # Many keys, each written then read in one send, larger than one read.
+    n = 3000
+    c.send(b"".join(mbulk("SET", "lb:%d" % i, "%d" % (i * 7)) + mbulk("GET", "lb:%d" % (i // 2)) for i in range(n)))
+    for i in range(n):
+        assert c.read_reply() == "OK"
+        assert c.read_reply() == b"%d" % ((i // 2) * 7)
+    assert r.dbsize() == n + 4
+    c.close()
+
+
 def test_pipeline_mixing_inline_and_multibulk(server):
     c = server.raw()
     c.send(b"PING\r\n" + mbulk("ECHO", "one") + b"ECHO two\r\n" + mbulk("PING") + b"ECHO three\n")

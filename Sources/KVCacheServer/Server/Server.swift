@@ -73,6 +73,9 @@ public final class Server {
     /// command (the common case) finds it without the table's hash lookup.
     /// The table never changes after start-up, so this never goes stale.
     var recentCommand: (name: PackedCommandName, command: Command)?
+    /// The keys of the pipelined GETs and SETs a read buffer holds, looked
+    /// up ahead (`prefetchKeys`); kept to reuse its storage.
+    var keysAhead: [UnsafeRawBufferPointer] = []
     /// The free room a read asks of a client's buffer: Redis's
     /// PROTO_IOBUF_LEN, so an idle client holds about what Redis's does
     /// (maxmemory and maxmemory-clients count it); a big argument gets its

@@ -17,6 +17,10 @@ public final class CacheEngine {
     private(set) var file: CacheFile
     let table: KeyTable
     let hasher = KeyHasher()
+    /// Digests computed ahead for keys a pipeline is about to use, by the
+    /// keys' addresses (`prefetch(_:)`), until `endPrefetch()`.
+    var digestsAhead: [(base: UnsafeRawPointer, count: Int, digest: KeyDigest)] = []
+    var nextAhead = 0
     /// Which keys the file may hold (a Bloom filter): a key it cannot hold
     /// is not looked up in SQLite.
     let fileKeys = FileKeys()
@@ -308,7 +312,7 @@ public final class CacheEngine {
     public func withValue<R>(_ key: UnsafeRawBufferPointer, _ body: (ValueKind, ValueView) -> R)
         throws(SQLiteKVCache.Error) -> R?
     {
-        let digest = hasher.digest(key)
+        let digest = self.digest(of: key)
         if policy != .lru, let slot = table.slot(digest: digest, counting: true) {
             // No row: a delete or a miss remembered.
             guard slot.hasRow else { return nil }
@@ -392,7 +396,7 @@ public final class CacheEngine {
     /// memory holds is overwritten in its slot when the bytes fit.
     public func put(key: UnsafeRawBufferPointer, kind: ValueKind, storageDate: Double, expiresAt: Int64?,
                     metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(SQLiteKVCache.Error) {
-        let digest = hasher.digest(key)
+        let digest = self.digest(of: key)
         try put(size: key.count + metadata.count + value.count, expiresAt: expiresAt, digest: digest) { seq, found in
             let head = RowHead(storageDate: storageDate, seq: seq, expiresAt: expiresAt, kind: kind)
             return table.write(digest, key: key, head: head, metadata: metadata, value: value, found: found)

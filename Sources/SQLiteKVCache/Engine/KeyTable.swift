@@ -157,13 +157,23 @@ final class KeyTable {
     /// The slot for `digest`, without counting a hit.
     func slot(_ digest: KeyDigest) -> KeySlot? { slots[digest] }
 
-    /// The slot for `digest`, counted as a hit or a miss, marked recently used.
     /// The slot of `digest`, counted as a hit or miss when `counting`.
     @inline(__always)
     func slot(digest: KeyDigest, counting: Bool) -> KeySlot? {
         counting ? lookup(digest) : slot(digest)
     }
 
+    /// Asks for the cache line of `digest`'s index bucket (the first of
+    /// two steps ahead of a lookup; see `CacheEngine.prefetch`).
+    @inline(__always)
+    func prefetchBucket(_ digest: KeyDigest) { slots.prefetchBucket(digest) }
+
+    /// Asks for `digest`'s slot, when its bucket (asked for a step before)
+    /// holds it.
+    @inline(__always)
+    func prefetchSlot(_ digest: KeyDigest) { slots.prefetchSlot(digest) }
+
+    /// The slot for `digest`, counted as a hit or a miss, marked recently used.
     func lookup(_ digest: KeyDigest) -> KeySlot? {
         guard let slot = slots[digest] else {
             misses += 1
