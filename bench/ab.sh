@@ -9,8 +9,10 @@
 # GET -P 16 -r 10000 -c 50 -d 100 (the loop-bound command path). Other
 # options after ROUNDS replace the measured load, e.g.
 #   bench/ab.sh /tmp/old .build/release/kvcache-server 4 -t set -P 16 -r 10000
-# FILL_KEYS (default 10000) sets the keyspace filled before each measured
-# load (FILL_KEYS=1000000 for loads on a million keys).
+# FILL_KEYS (default 10000) sets the keyspace of the SETs run before each
+# measured load: -r FILL_KEYS, -n twice that (at least 200,000), which
+# fills about 86% of a large keyspace (FILL_KEYS=1000000 for loads on a
+# million keys).
 # KVCACHE_ARGS adds server options to both, e.g.
 #   KVCACHE_ARGS="--appendfsync always" bench/ab.sh OLD NEW 3 -t set -P 1 -r 10000 -n 300000
 # Each round is bounded: -n 1,500,000 and a 120 s timeout.

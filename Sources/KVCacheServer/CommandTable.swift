@@ -76,9 +76,12 @@ final class Command: Sendable {
                                                 "evalsha_ro", "fcall", "fcall_ro", "restore", "migrate", "debug"]
     /// What ACL checks know of it: its id, categories, key positions, subcommands.
     let aclEntry: ACLCommandEntry
-    /// GET and SET: the engine reads their key where it arrived, so a
-    /// pipeline's keys are looked up ahead (`Server.prefetchKeys`) and
-    /// their digests kept for the run.
+    /// GET and SET, whose keys a pipeline looks up ahead
+    /// (`Server.prefetchKeys`): GET and a plain SET hand the engine their
+    /// key where it arrived, so the digest computed ahead is the one used
+    /// (a SET with NX, XX, GET or KEEPTTL, or any SET while a client
+    /// watches, blocks, tracks or hears keyspace events, copies its key
+    /// and digests it again: the look-ahead still fetched its slot).
     let prefetchesKey: Bool
     static let prefetchingCommands: Set<String> = ["get", "set"]
 

@@ -6,13 +6,15 @@ extension RequestParser {
     /// the argument after it, nil when there is none) of each complete
     /// multibulk request in `buffer` from `start`, at most `limit` of them.
     /// Stops at the first thing that is not a complete, well-formed
-    /// multibulk request (an inline request, an unfinished one, a bad
-    /// header): what it reports is a hint, and `nextRequest` judges the
-    /// same bytes again.
+    /// multibulk request of at most `maxArguments` arguments (an inline
+    /// request, an unfinished one, a bad header, a long one: stepping over
+    /// it would read it all): what it reports is a hint, and `nextRequest`
+    /// judges the same bytes again.
     /// - Returns: the number of requests reported.
     @discardableResult
-    public static func peekRequests(_ buffer: UnsafeRawBufferPointer, from start: Int, limit: Int,
+    public static func peekRequests(_ buffer: UnsafeRawBufferPointer, from start: Int, limit: Int, maxArguments: Int = 8,
                                     _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> Void) -> Int {
+        precondition(start >= 0 && start <= buffer.count, "peekRequests from outside the buffer")
         let end = buffer.count
         var i = start
         var reported = 0
@@ -32,7 +34,7 @@ extension RequestParser {
             return value
         }
         while reported < limit {
-            guard let count = header(UInt8(ascii: "*")), count > 0 else { break }
+            guard let count = header(UInt8(ascii: "*")), count > 0, count <= maxArguments else { break }
             var name = UnsafeRawBufferPointer(start: nil, count: 0)
             var second: UnsafeRawBufferPointer?
             var complete = true

@@ -36,6 +36,10 @@ struct RequestPeekTests {
         #expect(peek(get + "*2\r\n$-1\r\n" + get) == [["GET", "a"]])
         #expect(peek(get + "*1\r\n$99999999999999999999\r\n") == [["GET", "a"]])
         #expect(peek("*2\r\n$3\r\nGET\r\n$1\r\na\r") == [])
+        // A request of more than 8 arguments (the default) is not stepped over.
+        let mset = "*9\r\n$4\r\nMSET\r\n" + String(repeating: "$1\r\nx\r\n", count: 8)
+        #expect(peek(get + mset + get) == [["GET", "a"]])
+        #expect(peek(get + "*8\r\n$4\r\nMSET\r\n" + String(repeating: "$1\r\nx\r\n", count: 7) + get).count == 3)
         #expect(peek("") == [])
     }
 

@@ -52,6 +52,12 @@ struct WriterTests {
             e.prefetch(views)
             #expect(e.digestsAhead.count == keys.count)
             let none = UnsafeRawBufferPointer(start: nil, count: 0)
+            // A shorter key at a kept key's address ("k1" in "k14") is its own key.
+            let prefix = UnsafeRawBufferPointer(start: views[2].baseAddress, count: 2)
+            #expect(try e.withValue(prefix) { _, view -> [UInt8] in
+                if case .bytes(let b) = view { return Array(b) }
+                return []
+            } == bytes("v1"))
             // Out of order and with a key not looked up ahead in between.
             for index in [1, 0, 2, 8] {
                 let found = try e.withValue(views[index]) { _, view -> [UInt8] in

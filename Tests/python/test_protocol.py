@@ -270,6 +270,26 @@ def test_pipelined_gets_and_sets_see_each_other_in_order(server, r):
     c.close()
 
 
+def test_a_pipelines_looked_up_keys_are_forgotten_after_it(server, r):
+    """A digest kept for a key looked up ahead but never used (its GET ran
+    in another database) is forgotten once the buffer has run: the next
+    buffer reuses the same addresses, and a GET whose key lies where the
+    forgotten one lay reads its own key."""
+    r.set("a:2", "from a")
+    r.set("b:2", "from b")
+    c = server.raw()
+    head = b"*2\r\n$3\r\nGET\r\n$3\r\n"
+    first = mbulk("GET", "a:1") + mbulk("SELECT", "1") + head + b"a:2\r\n" + mbulk("SELECT", "0")
+    offset = len(mbulk("GET", "a:1") + mbulk("SELECT", "1") + head)
+    c.send(first)
+    assert [c.read_reply() for _ in range(4)] == [None, "OK", None, "OK"]
+    # One GET (nothing looked up ahead) whose key starts at the same offset.
+    pad = next(p for p in range(1, 200) if len(mbulk("ECHO", "x" * p) + head) == offset)
+    c.send(mbulk("ECHO", "x" * pad) + head + b"b:2\r\n")
+    assert [c.read_reply() for _ in range(2)] == [b"x" * pad, b"from b"]
+    c.close()
+
+
 def test_pipeline_mixing_inline_and_multibulk(server):
     c = server.raw()
     c.send(b"PING\r\n" + mbulk("ECHO", "one") + b"ECHO two\r\n" + mbulk("PING") + b"ECHO three\n")

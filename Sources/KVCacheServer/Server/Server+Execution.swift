@@ -160,13 +160,15 @@ extension Server {
     /// Asks the selected cache's engine for the memory the lookups of the
     /// pipelined GETs and SETs in `buffer` will read, so their cache misses
     /// overlap instead of coming one after another (at a million keys, two
-    /// in a row per lookup). Only for two requests or more: a lone one has
-    /// nothing to overlap with.
+    /// in a row per lookup). Only for two such keys or more: a lone one
+    /// has nothing to overlap with. Not while a request is half read (a
+    /// long one arriving read by read would be walked again at each read).
     /// - Returns: the engine to tell `endPrefetch()` once the buffer's
     ///   requests have run, or nil when nothing was asked for.
     private func prefetchKeys(_ connection: Connection, _ buffer: UnsafeRawBufferPointer) -> CacheEngine? {
-        guard connection.transaction == nil, let engine = connection.cache.engine else { return nil }
-        keysAhead.removeAll(keepingCapacity: true)
+        guard connection.transaction == nil, !connection.parser.isMidRequest,
+              let engine = connection.cache.engine else { return nil }
+        defer { keysAhead.removeAll(keepingCapacity: true) }
         let seen = RequestParser.peekRequests(buffer, from: 0, limit: Self.prefetchDepth) { name, key in
             guard let key, let packed = PackedCommandName(bytes: name) else { return }
             let recent = recentCommand.flatMap { $0.name == packed ? $0.command : nil }
@@ -175,7 +177,6 @@ extension Server {
         }
         guard seen > 1, keysAhead.count > 1 else { return nil }
         engine.prefetch(keysAhead)
-        keysAhead.removeAll(keepingCapacity: true)
         return engine
     }
 
