@@ -169,13 +169,13 @@ extension Server {
         guard connection.transaction == nil, !connection.parser.isMidRequest,
               let engine = connection.cache.engine else { return nil }
         defer { keysAhead.removeAll(keepingCapacity: true) }
-        let seen = RequestParser.peekRequests(buffer, from: 0, limit: Self.prefetchDepth) { name, key in
-            guard let key, let packed = PackedCommandName(bytes: name) else { return }
-            let recent = recentCommand.flatMap { $0.name == packed ? $0.command : nil }
-            guard let command = recent ?? commands.lookup(packed: packed), command.prefetchesKey else { return }
+        RequestParser.peekRequests(buffer, from: 0, limit: Self.prefetchDepth) { name, key in
+            guard let key, let packed = PackedCommandName(bytes: name),
+                  let command = peekCommand(packed), command.prefetchesKey else { return }
             keysAhead.append(key)
         }
-        guard seen > 1, keysAhead.count > 1 else { return nil }
+        // One key a request at most: two keys are two requests.
+        guard keysAhead.count > 1 else { return nil }
         engine.prefetch(keysAhead)
         return engine
     }
@@ -403,6 +403,14 @@ extension Server {
         guard let command = commands.lookup(packed: packed) else { return nil }
         recentCommand = (packed, command)
         return command
+    }
+
+    /// The command named `packed`, the last one found first, without
+    /// remembering it (the look-ahead's: the request path remembers).
+    @inline(__always)
+    private func peekCommand(_ packed: PackedCommandName) -> Command? {
+        if let recent = recentCommand, recent.name == packed { return recent.command }
+        return commands.lookup(packed: packed)
     }
 
     /// A replica leaves maxmemory to its master (`replica-ignore-maxmemory
