@@ -169,6 +169,55 @@ struct SlotIndexTests {
         #expect(index.count == 0 && index[hasher.digest(bytes("k1"))] == nil)
     }
 
+    @Test func aFullIndexShiftsRunsBackPastFifteenBucketsFromHome() {
+        // At 3/4 load some runs are longer than the 4 bits a bucket keeps
+        // for its distance from home: removals then take the home from the digest.
+        var index = SlotIndex()
+        var random = FastRandom(seed: 9)
+        let keys = (0..<24_000).map { bytes("f\($0)") }
+        let digests = keys.map { hasher.digest($0) }
+        var slots: [KeySlot] = []
+        for (key, digest) in zip(keys, digests) {
+            slots.append(KeySlot.make(digest: digest, key: key, row: nil))
+            index[digest] = slots.last
+        }
+        #expect(index.capacity == 32_768)
+        #expect(index.farFromHomeCount > 0, "no run reached 15 buckets")
+        var present = Set(0..<keys.count)
+        for _ in 0..<12_000 {
+            let i = Int(random.next() % UInt64(keys.count))
+            guard present.remove(i) != nil else { continue }
+            if i % 2 == 0 { index[digests[i]] = nil } else { index.remove(slots[i]) }
+        }
+        #expect(index.count == present.count)
+        for i in 0..<keys.count { #expect((index[digests[i]] === slots[i]) == present.contains(i)) }
+    }
+
+    @Test func theIndexHoldsItsSlotsUntilItLetsThemGo() {
+        var index = SlotIndex()
+        let digests = (0..<3).map { hasher.digest(bytes("w\($0)")) }
+        weak var replaced: KeySlot?
+        weak var removed: KeySlot?
+        weak var cleared: KeySlot?
+        do {
+            let a = KeySlot.make(digest: digests[0], key: bytes("w0"), row: nil)
+            let b = KeySlot.make(digest: digests[1], key: bytes("w1"), row: nil)
+            let c = KeySlot.make(digest: digests[2], key: bytes("w2"), row: nil)
+            replaced = a; removed = b; cleared = c
+            index[digests[0]] = a
+            index[digests[1]] = b
+            index[digests[2]] = c
+        }
+        #expect(replaced != nil && removed != nil && cleared != nil, "the index keeps them")
+        index[digests[0]] = KeySlot.make(digest: digests[0], key: bytes("w0"), row: nil)
+        #expect(replaced == nil)
+        index.remove(removed!)
+        #expect(removed == nil)
+        #expect(cleared != nil)
+        index.removeAll()
+        #expect(cleared == nil)
+    }
+
     @Test func reservingKeepsEverySlot() {
         var index = SlotIndex()
         let keys = (0..<1000).map { bytes("r\($0)") }

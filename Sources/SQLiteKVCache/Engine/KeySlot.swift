@@ -17,7 +17,7 @@ enum SlotChange: UInt8 {
 /// the same heap block by its bytes (the key, the metadata, then the value).
 ///
 /// Widest fields first, then the 32- and 16-bit ones, the one-byte fields
-/// and the flags last: 99 bytes, so with the object's header a 16-byte key
+/// and the flags last: 95 bytes, so with the object's header a 16-byte key
 /// and a 100-byte value fill a 240-byte heap chunk (Redis's 1M-key fill;
 /// 288 bytes with the whole digest, 64-bit lengths and a byte per flag).
 struct SlotFields {
@@ -46,9 +46,6 @@ struct SlotFields {
     let keyLength: UInt32
     var metadataLength: UInt32 = 0
     var valueLength: UInt32 = 0
-    /// Its place in the clock ring (-1: not there). A slot stays there
-    /// while unapplied; the hand takes it out when it passes.
-    var ringPosition: Int32 = -1
     /// Where it is in its bucket of the index of unapplied slots (-1: not there).
     var bucketPosition: Int32 = -1
     /// Bytes the slot's own block has room for after these fields (at most `KeySlot.inlineLimit`).
@@ -59,8 +56,10 @@ struct SlotFields {
     /// Redis's logarithmic LFU counter.
     var frequency: UInt8 = AccessTracking.initialFrequency
     var kind = ValueKind.string
-    /// `change` (two bits) and the flags below, packed.
-    private var bits: UInt8 = 0
+    /// `change` (two bits) and the flags below, packed. A new slot starts
+    /// referenced: the clock's hand, passing over the index in bucket
+    /// order, may be just before it, and must not drop it unread at once.
+    private var bits: UInt8 = SlotFields.referencedBit
 
     init(digest: KeyDigest, inlineCapacity: Int, keyLength: Int) {
         w0 = digest.w0
@@ -379,11 +378,6 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     var assumedNew: Bool {
         get { header.assumedNew }
         set { header.assumedNew = newValue }
-    }
-    /// Its place in the clock ring, for clean slots (-1 otherwise).
-    var ringIndex: Int {
-        get { Int(header.ringPosition) }
-        set { header.ringPosition = Int32(truncatingIfNeeded: newValue) }
     }
     /// Where it is in its bucket of the index of unapplied slots (-1: not there).
     var indexPosition: Int {
