@@ -243,6 +243,8 @@ public final class Server {
     var heapHighWater = 0
     var memtableHighWater = 0
     var lastHeapTrim: Int64 = 0
+    /// A trim is owed once more after the last one (`trimHeapIfShrunk`).
+    var heapTrimFollowUp = false
 
     // MARK: Set-up
 
