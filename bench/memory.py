@@ -16,9 +16,13 @@ to core 0; redis-benchmark on core 1):
 Steps:
   1. fill   --keys SETs of key:000000000000 ... (redis-benchmark's keys)
             with 100-byte values, 1,000 per round trip, into each server;
-            then kvcache's writer is let finish (memtable empty). Reported:
-            RssAnon and VmRSS (/proc/<pid>/status), INFO memory's
-            used_memory, and MEMORY USAGE of one key, on both.
+            then kvcache's writer is let finish (memtable empty), and both
+            servers settle for --settle seconds (kvcache trims its heap
+            once more an interval after the memtable drained; Redis's
+            jemalloc purges in the background). Reported: RssAnon and VmRSS
+            (/proc/<pid>/status) once settled, RssAnon a second after the
+            drain too, INFO memory's used_memory, and MEMORY USAGE of one
+            key, on both.
   2. full   `redis-benchmark -t get -r <keys> -c 50 -P 16 -d 100` on each
             (every GET hits).
   3. tier   kvcache stopped (SIGTERM) and started again on the same
@@ -61,6 +65,8 @@ def parse_args(argv=None):
     p.add_argument("--keys", type=int, default=1_000_000, help="keys of 100 B to fill (default 1000000)")
     p.add_argument("--tier", default="32mb", help="kvcache's memory-tier-size for step 3 (default 32mb)")
     p.add_argument("--warmup", type=float, default=10, help="seconds of GET load before the tier measurement")
+    p.add_argument("--settle", type=float, default=15, help="seconds both servers idle after the fill before RSS is read "
+                                                              "(default 15)")
     p.add_argument("--requests", type=int, default=2_000_000, help="redis-benchmark -n of each GET load")
     p.add_argument("--kvcache-args", default="", help="extra kvcache-server options")
     p.add_argument("--no-check", action="store_true", help="report the checks, never fail on them")
@@ -125,12 +131,14 @@ def main() -> int:
             fill = time.monotonic() - t0
             drain = bl.wait_idle([server], timeout=600)
             time.sleep(1)
+            at_drain = server.rss_fields().get("RssAnon")
+            time.sleep(max(0.0, args.settle - 1))
             facts = memory_facts(server, c)
             facts.update({"fill_seconds": round(fill, 2), "drain_seconds": round(drain, 2),
-                          "dbsize": c.command("DBSIZE")})
+                          "dbsize": c.command("DBSIZE"), "rssanon_at_drain": at_drain})
         results[server.name] = {"fill": facts}
         bl.log(f"{server.name}: {args.keys:,} keys in {fill:.1f} s (+{drain:.1f} s to SQLite); RssAnon "
-               f"{bl.mib(facts['rssanon'])}, VmRSS {bl.mib(facts['vmrss'])}, used_memory {bl.mib(facts['used_memory'])}, "
+               f"{bl.mib(facts['rssanon'])} ({bl.mib(at_drain)} a second after the drain), VmRSS {bl.mib(facts['vmrss'])}, used_memory {bl.mib(facts['used_memory'])}, "
                f"MEMORY USAGE of a key {facts['memory_usage_key']}")
     for server in (kv, rd):
         results[server.name]["full_get"] = get_load(server, args.keys, args.requests)
