@@ -25,6 +25,26 @@ public final class AccessTracking: @unchecked Sendable {
 
     public init() {}
 
+    /// The LRU clock: what a key keeps of its last access, 32 bits of
+    /// 16 ms units (`clockShift`), wrapping every 795 days. Redis's is 24
+    /// bits of seconds (LRU_CLOCK_MAX, 194 days); a finer one keeps apart
+    /// the keys read and the keys written within one second.
+    static let clockShift: Int64 = 4
+
+    /// The LRU clock at `now` (milliseconds since 1970), never 0 (a slot's
+    /// "never stamped").
+    @inline(__always)
+    static func clock(_ now: Int64) -> UInt32 {
+        let clock = UInt32(truncatingIfNeeded: now >> clockShift)
+        return clock == 0 ? 1 : clock
+    }
+
+    /// Milliseconds from LRU clock `clock` to `now` (as Redis's
+    /// estimateObjectIdleTime, modulo the clock's wrap).
+    static func idleMilliseconds(since clock: UInt32, now: Int64) -> Int64 {
+        Int64(Self.clock(now) &- clock) << clockShift
+    }
+
     /// The counter after the decay for the minutes since it last decayed
     /// (Redis's LFUDecrAndReturn).
     func decayed(_ slot: KeySlot, nowMinutes: UInt16) -> UInt8 {
@@ -48,7 +68,7 @@ public final class AccessTracking: @unchecked Sendable {
         }
         slot.frequency = counter
         slot.frequencyMinutes = minutes
-        slot.lastAccess = now
+        slot.lruClock = Self.clock(now)
     }
 
     /// A write: a new key starts its counter at 5; an overwritten one keeps it.
@@ -57,7 +77,7 @@ public final class AccessTracking: @unchecked Sendable {
             slot.frequency = Self.initialFrequency
             slot.frequencyMinutes = minutes(now)
         }
-        slot.lastAccess = now
+        slot.lruClock = Self.clock(now)
     }
 
     /// The latest minute the LFU clock has shown (minutes since 1970).
@@ -109,8 +129,9 @@ extension CacheEngine {
     }
 
     private func info(_ slot: KeySlot, now: Int64) -> AccessInfo {
-        let last = slot.lastAccess > 0 ? slot.lastAccess : Int64(slot.storageDate * 1000)
-        return AccessInfo(idleMilliseconds: max(0, now - last),
+        let idle = slot.lruClock > 0 ? AccessTracking.idleMilliseconds(since: slot.lruClock, now: now)
+                                      : max(0, now - Int64(slot.storageDate * 1000))
+        return AccessInfo(idleMilliseconds: idle,
                           frequency: access.decayed(slot, nowMinutes: access.minutes(now)))
     }
 
@@ -127,7 +148,12 @@ extension CacheEngine {
         }
         guard let slot, slot.hasRow else { return false }
         let now = nowMilliseconds()
-        if let idleSeconds { slot.lastAccess = max(1, now - idleSeconds * 1000) }
+        if let idleSeconds {
+            // At most the clock's span: Redis's LRU clock wraps there too.
+            let units = UInt32(clamping: min((max(0, idleSeconds) * 1000) >> AccessTracking.clockShift, Int64(UInt32.max) - 1))
+            let clock = AccessTracking.clock(now) &- units
+            slot.lruClock = clock == 0 ? UInt32.max : clock
+        }
         if let frequency {
             slot.frequency = frequency
             slot.frequencyMinutes = access.minutes(now)

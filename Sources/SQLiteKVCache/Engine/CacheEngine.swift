@@ -625,16 +625,15 @@ public final class CacheEngine {
     /// - Returns: nil when the entry is absent, expired, or not live.
     public func liveValueForChange(_ key: [UInt8]) throws(SQLiteKVCache.Error) -> LiveValue? {
         let digest = hasher.digest(key)
-        var (found, slot) = try current(digest, key: key, counted: false)
+        let (found, slot) = try current(digest, key: key, counted: false)
         guard var row = found, !row.isExpired(at: expiryNow()), case .live(let value) = row.value else { return nil }
         let owned = value.isFrozen ? value.thawed() : value
         row.value = .live(owned)
         if let slot {
-            slot.setLive(owned)
+            table.setLive(slot, owned)
         } else {
-            slot = table.write(digest, key: key, row: row)
+            table.write(digest, key: key, row: row)
         }
-        table.recost(slot!)
         return owned
     }
 
@@ -674,8 +673,7 @@ public final class CacheEngine {
         if forChange && value.isFrozen { value = value.thawed() }
         row.value = .live(value)
         if let slot {
-            slot.setLive(value)
-            table.recost(slot)
+            table.setLive(slot, value)
         } else if forChange {
             slot = table.write(digest, key: key, row: row)
         }
@@ -687,8 +685,7 @@ public final class CacheEngine {
     /// decoded. Does nothing when the entry is not in memory as bytes.
     public func adoptLiveValue(_ key: [UInt8], _ value: LiveValue) {
         guard let slot = table.slot(hasher.digest(key)), slot.hasRow, slot.live == nil else { return }
-        slot.setLive(value)
-        table.recost(slot)
+        table.setLive(slot, value)
     }
 
     // MARK: Settings

@@ -17,9 +17,10 @@ enum SlotChange: UInt8 {
 /// the same heap block by its bytes (the key, the metadata, then the value).
 ///
 /// Widest fields first, then the 32- and 16-bit ones, the one-byte fields
-/// and the flags last: 95 bytes, so with the object's header a 16-byte key
-/// and a 100-byte value fill a 240-byte heap chunk (Redis's 1M-key fill;
-/// 288 bytes with the whole digest, 64-bit lengths and a byte per flag).
+/// and the flags last: 84 bytes, so with the object's header a 16-byte key
+/// and a 100-byte value fill a 224-byte heap chunk (Redis's 1M-key fill;
+/// 240 bytes with a 64-bit LRU clock, a stored cost and room; 288 with
+/// the whole digest, 64-bit lengths and a byte per flag).
 struct SlotFields {
     /// The first two words of the key's digest (SHA-256 of the key): the
     /// index tells slots apart by these 128 bits, and the unapplied index
@@ -33,42 +34,44 @@ struct SlotFields {
     /// The bytes, when they outgrew the room in the slot's own block: a
     /// block of their own (`malloc_usable_size` gives its room).
     var spill: UnsafeMutableRawPointer?
-    /// Redis's LRU clock (milliseconds since 1970; see `AccessTracking`).
-    var lastAccess: Int64 = 0
     var storageDate: Double = 0
     var seq: Int64 = 0
-    var expiresAt: Int64 = 0
-    /// The memory the slot is counted for, in 16-byte units (`KeySlot.cost`).
-    var costUnits: UInt32 = 0
+    var expiresAt: Int64 = SlotFields.noExpiry
     /// The low 32 bits of the batch carrying this key's last sealed state,
     /// until it completes (0: none; the engine skips ids whose low bits are 0).
     var inFlight: UInt32 = 0
     let keyLength: UInt32
     var metadataLength: UInt32 = 0
+    /// The value's bytes; for a live value (which keeps none), the memory
+    /// its estimate was when the slot was last counted, in 16-byte units
+    /// (`KeySlot.countedBytes`).
     var valueLength: UInt32 = 0
     /// Where it is in its bucket of the index of unapplied slots (-1: not there).
     var bucketPosition: Int32 = -1
-    /// Bytes the slot's own block has room for after these fields (at most `KeySlot.inlineLimit`).
-    let inlineCapacity: UInt16
+    /// The LRU clock at the last access (`AccessTracking.clock`: 16 ms
+    /// units, modulo 2^32; 0: never stamped).
+    var lruClock: UInt32 = 0
     /// When the LFU counter last decayed (minutes since 1970, modulo 2^16,
     /// as Redis's 16-bit LFU clock).
     var frequencyMinutes: UInt16 = 0
     /// Redis's logarithmic LFU counter.
     var frequency: UInt8 = AccessTracking.initialFrequency
-    var kind = ValueKind.string
-    /// `change` (two bits) and the flags below, packed. A new slot starts
+    /// `change` (two bits), the flags below and `kind`, packed. A new slot starts
     /// referenced: the clock's hand, passing over the index in bucket
     /// order, may be just before it, and must not drop it unread at once.
     private var bits: UInt8 = SlotFields.referencedBit
 
-    init(digest: KeyDigest, inlineCapacity: Int, keyLength: Int) {
+    init(digest: KeyDigest, keyLength: Int) {
         w0 = digest.w0
         w1 = digest.w1
-        self.inlineCapacity = UInt16(truncatingIfNeeded: inlineCapacity)
         self.keyLength = UInt32(keyLength)
     }
 
-    private static let referencedBit: UInt8 = 4, assumedNewBit: UInt8 = 8, hasRowBit: UInt8 = 16, hasExpiryBit: UInt8 = 32
+    /// `expiresAt` when the row has no expiry (an expiry that far in the
+    /// past never stays on a key).
+    static let noExpiry = Int64.min
+
+    private static let referencedBit: UInt8 = 4, assumedNewBit: UInt8 = 8, hasRowBit: UInt8 = 16, kindShift: UInt8 = 5
 
     @inline(__always)
     private mutating func set(_ bit: UInt8, _ on: Bool) {
@@ -97,10 +100,12 @@ struct SlotFields {
         get { bits & Self.hasRowBit != 0 }
         set { set(Self.hasRowBit, newValue) }
     }
-    var hasExpiry: Bool {
-        get { bits & Self.hasExpiryBit != 0 }
-        set { set(Self.hasExpiryBit, newValue) }
+    /// The value's kind, in the top three bits.
+    var kind: ValueKind {
+        get { ValueKind(rawValue: bits >> Self.kindShift) ?? .string }
+        set { bits = bits & (1 << Self.kindShift - 1) | newValue.rawValue << Self.kindShift }
     }
+    var hasExpiry: Bool { expiresAt != Self.noExpiry }
     var live: LiveValue? {
         get { liveObject.map { $0 as! LiveValue } }
         set { liveObject = newValue }
@@ -145,12 +150,8 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// A slot for `key` with room for `payload` bytes (key included).
     static func make(digest: KeyDigest, key: UnsafeRawBufferPointer, payload: Int) -> KeySlot {
         let inline = payload <= inlineLimit ? payload : 0
-        let slot = unsafeDowncast(create(minimumCapacity: inline) { buffer in
-            // Room to the next 8 bytes (glibc gives at least that; its spare
-            // bytes past that vary from one block to the next, and a slot's
-            // cost counts its room; a sanitizer's allocator gives no more than asked).
-            SlotFields(digest: digest, inlineCapacity: inline == 0 ? 0 : min(buffer.capacity, (inline + 7) & ~7, inlineLimit),
-                       keyLength: key.count)
+        let slot = unsafeDowncast(create(minimumCapacity: inline) { _ in
+            SlotFields(digest: digest, keyLength: key.count)
         }, to: KeySlot.self)
         slot.reserve(payload, keeping: 0)
         if key.count > 0 { slot.base.copyMemory(from: key.baseAddress!, byteCount: key.count) }
@@ -171,6 +172,13 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
 
     // MARK: The bytes
 
+    /// Bytes the slot's own block has room for after its fields (at most
+    /// `inlineLimit`): the block's usable size, as malloc reports it, less
+    /// the object's header and the fields; the same figure for as long as
+    /// the block lives.
+    @inline(__always)
+    private var inlineCapacity: Int { min(capacity, Self.inlineLimit) }
+
     /// Where the bytes start: the spilled block, or right after the fields.
     @inline(__always)
     private var base: UnsafeMutableRawPointer {
@@ -181,7 +189,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// Makes room for `count` bytes, keeping the first `keeping` (the key,
     /// and whatever else the caller still needs) where `base` will be.
     private func reserve(_ count: Int, keeping: Int) {
-        if count <= Int(header.inlineCapacity) {
+        if count <= inlineCapacity {
             guard let spill = header.spill else { return }
             // Back into the slot's own block.
             withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }.copyMemory(from: spill, byteCount: keeping)
@@ -211,8 +219,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
         header.live = live
         header.storageDate = head.storageDate
         header.seq = head.seq
-        header.expiresAt = head.expiresAt ?? 0
-        header.hasExpiry = head.expiresAt != nil
+        header.expiresAt = head.expiresAt.map { max($0, SlotFields.noExpiry + 1) } ?? SlotFields.noExpiry
         header.kind = head.kind
         header.hasRow = true
     }
@@ -222,7 +229,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     func setLive(_ value: LiveValue) {
         precondition(header.hasRow, "setLive on a slot without a row")
         header.live = value
-        header.valueLength = 0
+        header.valueLength = 0  // counted at the table's next attach
         let kept = Int(header.keyLength) + Int(header.metadataLength)
         reserve(kept, keeping: kept)  // a large value's block goes
     }
@@ -233,7 +240,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
         header.metadataLength = 0
         header.valueLength = 0
         header.hasRow = false
-        header.hasExpiry = false
+        header.expiresAt = SlotFields.noExpiry
         reserve(Int(header.keyLength), keeping: Int(header.keyLength))
     }
 
@@ -256,7 +263,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     func withValueBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(self) {
             try body(UnsafeRawBufferPointer(start: base + Int(header.keyLength) + Int(header.metadataLength),
-                                            count: Int(header.valueLength)))
+                                            count: header.liveObject == nil ? Int(header.valueLength) : 0))
         }
     }
 
@@ -310,8 +317,8 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     var expiresAt: Int64? {
         get { header.hasExpiry ? header.expiresAt : nil }
         set {
-            header.expiresAt = newValue ?? 0
-            header.hasExpiry = newValue != nil && header.hasRow
+            header.expiresAt = header.hasRow ? newValue.map { max($0, SlotFields.noExpiry + 1) } ?? SlotFields.noExpiry
+                                             : SlotFields.noExpiry
         }
     }
 
@@ -328,13 +335,6 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
 
     var keyCount: Int { Int(header.keyLength) }
 
-    /// Bytes of memory the key, metadata and value take: the room the slot
-    /// has for them (its own block's and a block of its own, which a value
-    /// that shrank may leave partly unused), and a live value's estimate.
-    var memoryBytes: Int {
-        Int(header.inlineCapacity) + header.spillCapacity + (header.live.map(\.memoryCost) ?? 0)
-    }
-
     // MARK: Bookkeeping
 
     /// The low 32 bits of the id of the batch carrying the slot's last
@@ -348,16 +348,25 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     func isInFlight(in id: UInt64) -> Bool { header.inFlight == UInt32(truncatingIfNeeded: id) }
     /// Puts the slot in flight with batch `id` (whose low 32 bits are not 0).
     func setInFlight(_ id: UInt64) { header.inFlight = UInt32(truncatingIfNeeded: id) }
-    /// The memory the slot is counted for: what was set, rounded up to 16
-    /// bytes (and at most 64 GiB), the same figure on every read, so what
-    /// is added to a total is what is taken off it later.
-    var cost: Int {
-        get { Int(header.costUnits) << 4 }
-        set { header.costUnits = UInt32(truncatingIfNeeded: min((newValue + 15) >> 4, Int(UInt32.max))) }
+    /// The memory the slot is counted for, beside the table's fixed
+    /// overhead a slot: the room of its blocks, and a live value's estimate
+    /// as `countLive()` last recorded it (rounded up to 16 bytes, at most
+    /// 64 GiB). The same figure on every read until the slot's bytes or
+    /// live value change, so the table takes a slot out of its totals
+    /// before changing it and puts it back after (`KeyTable.detach` and
+    /// `attach`): what is added to a total is what is taken off it later.
+    var countedBytes: Int {
+        inlineCapacity + header.spillCapacity + (header.liveObject == nil ? 0 : Int(header.valueLength) << 4)
     }
-    var lastAccess: Int64 {
-        get { header.lastAccess }
-        set { header.lastAccess = newValue }
+    /// Records a live value's estimate for `countedBytes`.
+    func countLive() {
+        guard let live = header.live else { return }
+        header.valueLength = UInt32(truncatingIfNeeded: min((live.memoryCost + 15) >> 4, Int(UInt32.max)))
+    }
+    /// The LRU clock at the last access (`AccessTracking.clock`; 0: never stamped).
+    var lruClock: UInt32 {
+        get { header.lruClock }
+        set { header.lruClock = newValue }
     }
     var frequencyMinutes: UInt16 {
         get { header.frequencyMinutes }

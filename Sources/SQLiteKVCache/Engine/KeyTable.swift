@@ -140,7 +140,7 @@ final class KeyTable {
     /// than it holds now: a slot keeps its room when its value shrinks),
     /// its live value's estimate, and the bookkeeping.
     static func cost(_ slot: KeySlot) -> Int {
-        slot.memoryBytes + overhead
+        slot.countedBytes + overhead
     }
 
     /// The cost of a new slot holding `key` and `row`, from the values given
@@ -190,9 +190,9 @@ final class KeyTable {
         let cost = Self.cost(key: key, row: row)
         guard budget.limit > 0, cost <= budget.limit / 4 else { return nil }
         let slot = KeySlot.make(digest: digest, key: key, row: row)
-        slot.cost = Self.cost(slot)
+        slot.countLive()
         slots[digest] = slot
-        cleanBytes += slot.cost
+        cleanBytes += Self.cost(slot)
         shrink()
         return slot
     }
@@ -281,23 +281,42 @@ final class KeyTable {
     /// Takes a slot out of the accounting before it changes.
     private func detach(_ slot: KeySlot) {
         if slot.isUnapplied {
-            unappliedBytes -= slot.cost
+            unappliedBytes -= Self.cost(slot)
         } else {
-            cleanBytes -= slot.cost
+            cleanBytes -= Self.cost(slot)
         }
     }
 
     /// Puts a slot back into the accounting after it changed.
     private func attach(_ slot: KeySlot) {
-        slot.cost = Self.cost(slot)
+        slot.countLive()
         if slot.isUnapplied {
-            unappliedBytes += slot.cost
+            unappliedBytes += Self.cost(slot)
             if !slot.indexed { index(slot) }
             if budget.used > budget.limit { shrink() }
         } else {
-            cleanBytes += slot.cost
+            cleanBytes += Self.cost(slot)
             shrink()
         }
+    }
+
+    /// What the clean and unapplied totals should be, counted slot by slot
+    /// (a pass over every slot: for tests of the accounting).
+    func recount() -> (clean: Int, unapplied: Int) {
+        var clean = 0, unapplied = 0
+        slots.forEachSlot { slot in
+            if slot.isUnapplied { unapplied += Self.cost(slot) } else { clean += Self.cost(slot) }
+            return true
+        }
+        return (clean, unapplied)
+    }
+
+    /// Gives `slot` (which holds a row) `value` as its live value in place
+    /// of its value bytes, counted anew.
+    func setLive(_ slot: KeySlot, _ value: LiveValue) {
+        detach(slot)
+        slot.setLive(value)
+        attach(slot)
     }
 
     /// Recomputes a slot's cost after its live value grew or shrank.
@@ -555,7 +574,7 @@ final class KeyTable {
                 hand += 1
             } else {
                 // The hand stays: the run after it shifts back into this bucket.
-                cleanBytes -= slot.cost
+                cleanBytes -= Self.cost(slot)
                 slots.remove(atBucket: hand)
                 return true
             }
