@@ -116,10 +116,10 @@ final class KeyTable {
     var assumedNewCount = 0
 
     /// Bookkeeping per slot beyond the room for its bytes: the block's
-    /// object header, fields and malloc's word (123 bytes in the 240-byte
+    /// object header, fields and malloc's word (108 bytes in the 224-byte
     /// chunk of a 16-byte key and a 100-byte value) and about two index
     /// buckets (16).
-    static let overhead = 140
+    static let overhead = 124
 
     /// A table with a budget of its own, of `budget` bytes.
     convenience init(budget: Int) {
