@@ -133,6 +133,11 @@ struct KeyFilterTests {
     }
 }
 
+/// A slot not kept alive by the test.
+struct WeakSlot {
+    weak var slot: KeySlot?
+}
+
 /// The key table's open-addressing index against a Dictionary model.
 @Suite("Slot index")
 struct SlotIndexTests {
@@ -216,6 +221,24 @@ struct SlotIndexTests {
         #expect(cleared != nil)
         index.removeAll()
         #expect(cleared == nil)
+        // Through growth, removals that shift runs back, and the index's end.
+        weak var last: KeySlot?
+        do {
+            var grown = SlotIndex()
+            var weakSlots: [WeakSlot] = []
+            for i in 0..<5_000 {
+                let d = hasher.digest(bytes("g\(i)"))
+                let slot = KeySlot.make(digest: d, key: bytes("g\(i)"), row: nil)
+                weakSlots.append(WeakSlot(slot: slot))
+                grown[d] = slot
+            }
+            for i in stride(from: 1, to: 5_000, by: 2) { grown[hasher.digest(bytes("g\(i)"))] = nil }
+            #expect(weakSlots.enumerated().allSatisfy { ($0.element.slot != nil) == ($0.offset % 2 == 0) },
+                    "removed slots are let go, kept ones held")
+            last = weakSlots[4_998].slot
+            #expect(last != nil)
+        }
+        #expect(last == nil, "the index's end lets its slots go")
     }
 
     @Test func reservingKeepsEverySlot() {

@@ -108,6 +108,8 @@ struct KeyTableTests {
         #expect(AccessTracking.clock(last) == UInt32.max)
         #expect(AccessTracking.idleMilliseconds(since: AccessTracking.clock(last), now: last + 3_200) == 3_200)
         #expect(AccessTracking.clock((Int64(7) << 32) << AccessTracking.clockShift) == 1, "0 means never stamped")
+        // A stamp after now (the wall clock stepped back) is not idle.
+        #expect(AccessTracking.idleMilliseconds(since: AccessTracking.clock(t + 60_000), now: t) == 0)
     }
 
     @Test func aSlotKeepsItsKindAndExpiryBesideItsFlags() {
@@ -127,7 +129,7 @@ struct KeyTableTests {
     }
 
     /// What a fresh slot of `key` and `value` costs (its room is what it
-    /// holds, rounded up to 8 bytes when the allocator gave that much).
+    /// holds and what the allocator gave past that).
     func slotCost(_ key: String, _ value: String?) -> Int {
         let table = KeyTable(budget: 1 << 20)
         table.cache(digest(of: key), key: bytes(key), row: value.map { row($0) })
@@ -292,11 +294,13 @@ struct KeyTableTests {
                     let list = TestList(["a"])
                     table.setLive(slot, list)
                     lists[d] = list
+                    #expect(KeyTable.cost(slot) >= list.memoryCost + KeyTable.overhead, "the live value is counted")
                 }
             case 4:
                 if let list = lists[d], let slot = table.slot(d), slot.live === list, !list.isFrozen {
                     list.items.append(String(repeating: "x", count: Int(random.next() % 200)))
                     table.noteChange(slot, .row)
+                    #expect(KeyTable.cost(slot) >= list.memoryCost + KeyTable.overhead, "its growth is counted")
                 }
             case 5:
                 if table.slot(d) == nil { table.cache(d, key: bytes(key), row: row("c")) }
@@ -316,6 +320,21 @@ struct KeyTableTests {
             #expect(table.cleanBytes == counted.clean && table.unappliedBytes == counted.unapplied, "step \(step)")
             if table.cleanBytes != counted.clean || table.unappliedBytes != counted.unapplied { return }
         }
+    }
+
+    /// After a fill every slot is new, so referenced: the first drop is a
+    /// whole turn of the clock. A write or read takes bounded steps of it,
+    /// and the cron's `enforce()` finishes it.
+    @Test func aBudgetLoweredOverManyNewSlotsIsKeptInBoundedSteps() {
+        let cost = slotCost("n0000", "v")
+        let budget = MemoryBudget(limit: 1 << 24)
+        let table = KeyTable(sharing: budget)
+        for i in 0..<5_000 { table.cache(digest(of: String(format: "n%04d", i)), key: bytes(String(format: "n%04d", i)), row: row("v")) }
+        #expect(table.count == 5_000)
+        budget.limit = 100 * cost
+        #expect(table.count == 5_000, "1,024 steps clear bits but drop nothing")
+        budget.enforce()
+        #expect(budget.used <= budget.limit && table.count <= 100 && table.count >= 90)
     }
 
     @Test func unappliedSlotsOutliveTheBudget() {

@@ -249,6 +249,11 @@ def test_restore_sets_idletime_and_freq(limited):
     payload = c.command("DUMP", "k")
     assert c.command("RESTORE", "r1", "0", payload, "IDLETIME", "1000") == "OK"
     assert c.command("OBJECT", "IDLETIME", "r1") >= 1000
+    assert c.command("RESTORE", "r3", "0", payload, "IDLETIME", "1001") == "OK"
+    assert c.command("OBJECT", "IDLETIME", "r3") >= 1001
+    # The largest idle time a client can send is taken, not a crash.
+    assert c.command("RESTORE", "r4", "0", payload, "IDLETIME", "9223372036854775807") == "OK"
+    assert c.command("PING") == "PONG"
     c.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
     assert c.command("RESTORE", "r2", "0", payload, "FREQ", "100") == "OK"
     assert c.command("OBJECT", "FREQ", "r2") == 100

@@ -77,6 +77,9 @@ extension Server {
         if shutdownDeadline != 0 { continueShutdown(now: now) }
         if !replicaWrittenKeys.isEmpty && pauseType == .off { expireReplicaWrittenKeys() }
         resumeListenersIfDue(now: now)
+        // The memory tier's clocks go on where writes and reads left them
+        // over the budget (each takes bounded steps), or after it was lowered.
+        registry.memoryBudget.enforce()
         trimHeapIfShrunk(now: now)
         if config.maxMemory > 0 { refreshClientBufferBytes() }
         // The tracking table's bound, even when idle after a CONFIG SET (as Redis's serverCron).
@@ -151,7 +154,7 @@ extension Server {
         let followUp = heapTrimFollowUp
         heapTrimFollowUp = false
         guard freed >= Self.heapTrimAfterFreeing || followUp else { return }
-        heapTrimFollowUp = !followUp
+        heapTrimFollowUp = !followUp || freed >= Self.heapTrimAfterFreeing
         let started = Self.monotonicMicroseconds()
         malloc_trim(0)
         latency.addIfNeeded("heap-trim", milliseconds: (Self.monotonicMicroseconds() - started) / 1000)

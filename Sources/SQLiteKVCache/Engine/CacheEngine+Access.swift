@@ -40,9 +40,11 @@ public final class AccessTracking: @unchecked Sendable {
     }
 
     /// Milliseconds from LRU clock `clock` to `now` (as Redis's
-    /// estimateObjectIdleTime, modulo the clock's wrap).
+    /// estimateObjectIdleTime), over the clock's wrap up to half its span
+    /// (397 days); a stamp after `now` (the wall clock stepped back, or a
+    /// replayed record's time) is 0.
     static func idleMilliseconds(since clock: UInt32, now: Int64) -> Int64 {
-        Int64(Self.clock(now) &- clock) << clockShift
+        max(0, Int64(Int32(bitPattern: Self.clock(now) &- clock))) << clockShift
     }
 
     /// The counter after the decay for the minutes since it last decayed
@@ -149,8 +151,10 @@ extension CacheEngine {
         guard let slot, slot.hasRow else { return false }
         let now = nowMilliseconds()
         if let idleSeconds {
-            // At most the clock's span: Redis's LRU clock wraps there too.
-            let units = UInt32(clamping: min((max(0, idleSeconds) * 1000) >> AccessTracking.clockShift, Int64(UInt32.max) - 1))
+            // At most what the clock tells (Redis's wraps too), rounded up
+            // so OBJECT IDLETIME reads back what was set.
+            let span = (Int64(Int32.max) << AccessTracking.clockShift) / 1000
+            let units = UInt32(clamping: (min(max(0, idleSeconds), span) * 1000 + 15) >> AccessTracking.clockShift)
             let clock = AccessTracking.clock(now) &- units
             slot.lruClock = clock == 0 ? UInt32.max : clock
         }

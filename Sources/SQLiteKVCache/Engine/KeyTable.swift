@@ -46,20 +46,36 @@ public final class MemoryBudget: @unchecked Sendable {
         tables.removeAll { $0.table == nil || $0.table === table }
     }
 
-    /// Drops clean slots until within the limit.
-    fileprivate func enforce(growing: KeyTable?) {
+    /// Drops clean slots until within the limit, each table's clock hand
+    /// taking at most `steps` steps for each slot it drops: a table whose
+    /// hand found none in that many is passed over, and the budget may
+    /// stay over its limit until a later call (every write and read kept
+    /// in memory calls, and the server's cron does: `enforce()`).
+    fileprivate func enforce(growing: KeyTable?, steps: Int = KeyTable.clockSteps) {
         guard used > limit else { return }
-        let live = tables.compactMap(\.table)
+        var live = tables.compactMap(\.table)
         let fair = limit / max(1, live.count)
+        var growing = growing
         while used > limit {
             let victim: KeyTable?
-            if let growing, growing.cleanBytes > 0, growing.cleanBytes + growing.unappliedBytes > fair {
-                victim = growing
+            if let table = growing, table.cleanBytes > 0, table.cleanBytes + table.unappliedBytes > fair {
+                victim = table
             } else {
                 victim = live.filter { $0.cleanBytes > 0 }.max { $0.cleanBytes < $1.cleanBytes }
             }
-            guard let victim, victim.evictOne() else { return }
+            guard let victim else { return }
+            if !victim.evictOne(steps: steps) {
+                live.removeAll { $0 === victim }
+                if growing === victim { growing = nil }
+            }
         }
+    }
+
+    /// Drops clean slots until within the limit, the clock hands taking up
+    /// to `steps` steps a slot (the server's cron: a budget lowered while
+    /// idle, or left over its limit by the bounded calls of writes and reads).
+    public func enforce(steps: Int = 16_384) {
+        enforce(growing: nil, steps: steps)
     }
 }
 
@@ -319,12 +335,6 @@ final class KeyTable {
         attach(slot)
     }
 
-    /// Recomputes a slot's cost after its live value grew or shrank.
-    func recost(_ slot: KeySlot) {
-        detach(slot)
-        attach(slot)
-    }
-
     /// Forgets `slot`, one the table holds (a clean slot only: a changed
     /// one must reach the file).
     func forget(_ slot: KeySlot) {
@@ -542,33 +552,33 @@ final class KeyTable {
         budget.enforce(growing: self)
     }
 
-    /// Empty buckets and unapplied slots the hand passes at most in one `evictOne`.
-    static let clockSteps = 128
+    /// Steps the hand takes at most to drop one slot, for a write or a read
+    /// kept in memory (`MemoryBudget.enforce`).
+    static let clockSteps = 1024
 
     /// Drops one clean slot, the clock hand's choice (a read slot gets a
-    /// second chance; unapplied ones are passed). Clearing read slots' bits
-    /// is paid for by the reads that set them, but passing empty buckets
-    /// and unapplied slots is bounded (`clockSteps`): when unapplied slots
-    /// fill the budget (the writer behind, a small tier) a clean one may be
-    /// a whole turn of the index away, and a walk to it for every slot that
-    /// became clean made a batch's completion quadratic. The budget then
-    /// stays over its limit until later calls, each a step further round,
-    /// find clean slots.
+    /// second chance; unapplied ones are passed), in at most `steps` steps
+    /// (a bucket passed, empty or not, is a step). Unbounded, a walk was
+    /// the whole index: when unapplied slots fill the budget (the writer
+    /// behind, a small tier) a clean one may be a whole turn away, and a
+    /// walk to it for every slot made clean made a batch's completion
+    /// quadratic; and after a fill every slot is new, so referenced, and
+    /// the first drop cleared all their bits. The next call goes on from
+    /// where the hand stopped.
     /// - Returns: false when no slot was dropped.
-    fileprivate func evictOne() -> Bool {
+    fileprivate func evictOne(steps: Int) -> Bool {
         guard cleanBytes > 0 else { return false }
         var passed = 0
-        while passed < Self.clockSteps {
+        while passed < steps {
             if hand >= slots.capacity { hand = 0 }
             slots.prefetchSlot(atBucket: hand + 8)
+            passed += 1
             guard let slot = slots.slot(atBucket: hand) else {
                 hand += 1
-                passed += 1
                 continue
             }
             if slot.isUnapplied {
                 hand += 1
-                passed += 1
             } else if slot.referenced {
                 slot.referenced = false
                 hand += 1
