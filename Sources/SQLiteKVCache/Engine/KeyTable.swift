@@ -440,6 +440,14 @@ final class KeyTable {
                 slot.assumedNew = false  // the writer found what the file held and corrected the totals
                 assumedNewCount -= 1
             }
+            if !slot.isUnapplied && budget.unappliedBytes + budget.sealedBytes >= budget.limit {
+                // The memtable alone fills the budget: no clean slot can
+                // stay, so the applied one goes now, not after a walk of
+                // the clock's hand past unapplied slots to find it.
+                if slot.indexed { unindex(slot) }
+                slots.remove(slot)
+                continue
+            }
             attach(slot)
             if !slot.isUnapplied && slot.indexed { unindex(slot) }
         }
@@ -557,28 +565,32 @@ final class KeyTable {
     static let clockSteps = 1024
 
     /// Drops one clean slot, the clock hand's choice (a read slot gets a
-    /// second chance; unapplied ones are passed), in at most `steps` steps
-    /// (a bucket passed, empty or not, is a step). Unbounded, a walk was
-    /// the whole index: when unapplied slots fill the budget (the writer
-    /// behind, a small tier) a clean one may be a whole turn away, and a
-    /// walk to it for every slot made clean made a batch's completion
-    /// quadratic; and after a fill every slot is new, so referenced, and
-    /// the first drop cleared all their bits. The next call goes on from
-    /// where the hand stopped.
+    /// second chance; unapplied ones are passed), in at most `steps` buckets
+    /// walked, of which at most an eighth hold unapplied slots (each a
+    /// cache miss for nothing).
+    /// Unbounded, a walk was the whole index: when unapplied slots fill the
+    /// budget (the writer behind, a small tier) a clean one may be a whole
+    /// turn away, and a walk to it for every slot made clean made a batch's
+    /// completion quadratic (and at 1,024 such steps, a 2M-key memtable
+    /// over a 32 MiB tier took 164 s to drain, not 60); and after a fill
+    /// every slot is new, so referenced, and the first drop cleared all
+    /// their bits. The next call goes on from where the hand stopped.
     /// - Returns: false when no slot was dropped.
     fileprivate func evictOne(steps: Int) -> Bool {
         guard cleanBytes > 0 else { return false }
-        var passed = 0
-        while passed < steps {
+        var walked = 0, passed = 0
+        let passes = steps / 8
+        while walked < steps && passed < passes {
             if hand >= slots.capacity { hand = 0 }
             slots.prefetchSlot(atBucket: hand + 8)
-            passed += 1
+            walked += 1
             guard let slot = slots.slot(atBucket: hand) else {
                 hand += 1
                 continue
             }
             if slot.isUnapplied {
                 hand += 1
+                passed += 1
             } else if slot.referenced {
                 slot.referenced = false
                 hand += 1
