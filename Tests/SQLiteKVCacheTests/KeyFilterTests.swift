@@ -143,6 +143,26 @@ struct WeakSlot {
 struct SlotIndexTests {
     let hasher = KeyHasher()
 
+    /// Puts a slot for each of the keys `prefix`0 to `prefix`(count - 1)
+    /// into `index`; returns their digests and slots, in key order.
+    func fill(_ index: inout SlotIndex, prefix: String, count: Int) -> (digests: [KeyDigest], slots: [KeySlot]) {
+        var digests: [KeyDigest] = [], slots: [KeySlot] = []
+        for i in 0..<count {
+            let key = bytes("\(prefix)\(i)")
+            digests.append(hasher.digest(key))
+            slots.append(KeySlot.make(digest: digests[i], key: key, row: nil))
+            index[digests[i]] = slots[i]
+        }
+        return (digests, slots)
+    }
+
+    /// The index's slots, in no order.
+    func contents(_ index: borrowing SlotIndex) -> Set<ObjectIdentifier> {
+        var all = Set<ObjectIdentifier>()
+        index.forEachSlot { all.insert(ObjectIdentifier($0)); return true }
+        return all
+    }
+
     @Test func randomInsertsAndRemovalsMatchADictionary() {
         var index = SlotIndex()
         var model: [KeyDigest: KeySlot] = [:]
@@ -169,7 +189,7 @@ struct SlotIndexTests {
             let digest = hasher.digest(bytes("k\(i)"))
             #expect(index[digest] === model[digest])
         }
-        #expect(Set(index.values.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+        #expect(contents(index) == Set(model.values.map(ObjectIdentifier.init)))
         index.removeAll()
         #expect(index.count == 0 && index[hasher.digest(bytes("k1"))] == nil)
     }
@@ -179,23 +199,17 @@ struct SlotIndexTests {
         // for its distance from home: removals then take the home from the digest.
         var index = SlotIndex()
         var random = FastRandom(seed: 9)
-        let keys = (0..<24_000).map { bytes("f\($0)") }
-        let digests = keys.map { hasher.digest($0) }
-        var slots: [KeySlot] = []
-        for (key, digest) in zip(keys, digests) {
-            slots.append(KeySlot.make(digest: digest, key: key, row: nil))
-            index[digest] = slots.last
-        }
+        let (digests, slots) = fill(&index, prefix: "f", count: 24_000)
         #expect(index.capacity == 32_768)
         #expect(index.farFromHomeCount > 0, "no run reached 15 buckets")
-        var present = Set(0..<keys.count)
+        var present = Set(0..<digests.count)
         for _ in 0..<12_000 {
-            let i = Int(random.next() % UInt64(keys.count))
+            let i = Int(random.next() % UInt64(digests.count))
             guard present.remove(i) != nil else { continue }
             if i % 2 == 0 { index[digests[i]] = nil } else { index.remove(slots[i]) }
         }
         #expect(index.count == present.count)
-        for i in 0..<keys.count { #expect((index[digests[i]] === slots[i]) == present.contains(i)) }
+        for i in 0..<digests.count { #expect((index[digests[i]] === slots[i]) == present.contains(i)) }
     }
 
     @Test func theIndexHoldsItsSlotsUntilItLetsThemGo() {
@@ -243,9 +257,7 @@ struct SlotIndexTests {
 
     @Test func reservingKeepsEverySlot() {
         var index = SlotIndex()
-        let keys = (0..<1000).map { bytes("r\($0)") }
-        let digests = keys.map { hasher.digest($0) }
-        for (key, digest) in zip(keys, digests) { index[digest] = KeySlot.make(digest: digest, key: key, row: nil) }
+        let digests = fill(&index, prefix: "r", count: 1000).digests
         index.reserveCapacity(100_000)
         #expect(index.capacity >= 131_072)
         for digest in digests { #expect(index[digest]?.digest() == digest) }
@@ -255,13 +267,7 @@ struct SlotIndexTests {
         var index = SlotIndex()
         var random = FastRandom(seed: 7)
         #expect(index.randomSlot(using: &random) == nil)
-        let keys = (0..<10_000).map { bytes("s\($0)") }
-        let digests = keys.map { hasher.digest($0) }
-        var slots: [KeySlot] = []
-        for (key, digest) in zip(keys, digests) {
-            slots.append(KeySlot.make(digest: digest, key: key, row: nil))
-            index[digest] = slots.last
-        }
+        let (digests, slots) = fill(&index, prefix: "s", count: 10_000)
         #expect(index.capacity >= 16_384)
         // Half by digest, half by the slot itself (eviction's way: no digest computed).
         for i in 10..<5_000 { index[digests[i]] = nil }

@@ -256,9 +256,6 @@ struct SlotIndex: ~Copyable {
         return Self.slot(buckets[i])
     }
 
-    /// The slots, in no order.
-    var values: [KeySlot] { buckets.compactMap { $0 == 0 ? nil : Self.slot($0) } }
-
     /// Calls `body` with the slots, in no order, while it returns true.
     func forEachSlot(_ body: (KeySlot) -> Bool) {
         for bucket in buckets where bucket != 0 {
