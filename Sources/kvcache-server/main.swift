@@ -26,6 +26,7 @@ case .version:
 case .checkLog(let path, let fix):
     exit(checkLog(path: path, fix: fix))
 case .serve(let config):
+    useOneMallocArena()
     do {
         let logger = try Logger(level: config.logLevel, path: config.logFile)
         let server = try Server(config: config, logger: logger)
