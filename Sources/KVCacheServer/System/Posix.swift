@@ -4,14 +4,15 @@ import Glibc
 import CLinux
 
 /// Makes every thread allocate from glibc's main arena (`M_ARENA_MAX` 1);
-/// call it before any thread starts. glibc gives the writer thread an
-/// arena of its own and never gives back the free top of an arena other
-/// than the main one (`malloc_trim` trims only the main heap's top; a
-/// thread arena's top shrinks on a free only past the trim threshold,
-/// which rises to twice the largest block freed): after a 1M-key fill the
-/// writer's arena kept 20-25 MiB resident, nearly all of it free
-/// (`malloc_info`). Small blocks still come from each thread's cache
-/// (tcache) without taking the arena's lock.
+/// call it before any thread starts (a thread takes its arena at its
+/// first allocation; the limit stops new arenas, it does not merge old
+/// ones). glibc gives the writer thread an arena of its own, and
+/// `malloc_trim` never trims the free top of an arena other than the main
+/// one (a thread arena's top shrinks on a free only past the trim
+/// threshold, which rises to twice the largest mapped block freed, up to
+/// 64 MiB): after a 1M-key fill the writer's arena kept 20-25 MiB
+/// resident, nearly all of it free (`malloc_info`). Sharing the arena's
+/// lock cost nothing measurable (docs/decisions.md, "One malloc arena").
 public func useOneMallocArena() {
     _ = mallopt(M_ARENA_MAX, 1)
 }
