@@ -150,6 +150,16 @@ def rss_anon(pid):
     raise AssertionError("no RssAnon in /proc/%d/status" % pid)
 
 
+def set_keys(c, count, size):
+    """SETs k0 .. k<count - 1> to `size` bytes each, 1,000 to a pipeline."""
+    value = b"x" * size
+    for lo in range(0, count, 1000):
+        c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$%d\r\n%s\r\n" % (len(b"k%d" % i), i, size, value)
+                        for i in range(lo, min(count, lo + 1000))))
+        for _ in range(lo, min(count, lo + 1000)):
+            assert c.read_reply() == "OK"
+
+
 @pytest.mark.kvcache_only
 @pytest.mark.skipif("ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ,
                     reason="a sanitizer's allocator, not glibc's, holds the heap")
@@ -164,12 +174,7 @@ def test_rss_comes_back_down_once_the_memtable_drains(fresh_server):
     s = fresh_server(args=["--memory-tier-size", "1mb", "--enable-debug-command", "yes"])
     c = s.raw()
     assert c.command("DEBUG", "WRITER", "PAUSE") == "OK"
-    value = b"x" * 1000
-    for lo in range(0, 100_000, 1000):
-        c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1000\r\n%s\r\n" % (len(b"k%d" % i), i, value)
-                        for i in range(lo, lo + 1000)))
-        for _ in range(1000):
-            assert c.read_reply() == "OK"
+    set_keys(c, 100_000, 1000)
     peak = rss_anon(s.proc.pid)
     assert peak >= 100 << 20, peak
     assert c.command("DEBUG", "WRITER", "RESUME") == "OK"
@@ -234,12 +239,7 @@ def test_the_writer_keeps_no_heap_of_its_own_once_idle(fresh_server):
     # is no thread heap at all, and the main heap's trim returns them.
     s = fresh_server()
     c = s.raw()
-    value = b"v" * 100
-    for lo in range(0, 300_000, 1000):
-        c.send(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$100\r\n%s\r\n" % (len(b"k%d" % i), i, value)
-                        for i in range(lo, lo + 1000)))
-        for _ in range(1000):
-            assert c.read_reply() == "OK"
+    set_keys(c, 300_000, 100)
     assert c.command("SAVE") == "OK"
     assert c.command("MEMORY", "PURGE") == "OK"
     assert thread_heaps(s.proc.pid) == []
