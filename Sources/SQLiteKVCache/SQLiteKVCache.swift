@@ -436,14 +436,15 @@ public final class SQLiteKVCache: @unchecked Sendable {
     }
 }
 
-/// A value behind a pthread mutex (NSLock).
-final class Locked<Value>: @unchecked Sendable {
+/// A value behind a pthread mutex (NSLock), which ThreadSanitizer sees
+/// (it does not see `Synchronization.Mutex`'s futex; docs/testing.md).
+public final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    init(_ value: Value) { self.value = value }
+    public init(_ value: Value) { self.value = value }
 
-    func withLock<R, E: Swift.Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+    public func withLock<R, E: Swift.Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

@@ -150,6 +150,12 @@ def rss_anon(pid):
     raise AssertionError("no RssAnon in /proc/%d/status" % pid)
 
 
+# Tests of glibc's heap: under the sanitizers (scripts/sanitize sets these)
+# their allocator, not glibc's, holds it.
+glibc_heap_only = pytest.mark.skipif("ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ,
+                                     reason="a sanitizer's allocator, not glibc's, holds the heap")
+
+
 def set_keys(c, count, size):
     """SETs k0 .. k<count - 1> to `size` bytes each, 1,000 to a pipeline."""
     value = b"x" * size
@@ -161,8 +167,7 @@ def set_keys(c, count, size):
 
 
 @pytest.mark.kvcache_only
-@pytest.mark.skipif("ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ,
-                    reason="a sanitizer's allocator, not glibc's, holds the heap")
+@glibc_heap_only
 def test_rss_comes_back_down_once_the_memtable_drains(fresh_server):
     # ~110 MB of writes held in the memtable (the writer paused) with a
     # 1 MB memory tier: once the writer has them in SQLite, the tier keeps
@@ -228,8 +233,7 @@ def thread_heaps(pid):
 
 
 @pytest.mark.kvcache_only
-@pytest.mark.skipif("ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ,
-                    reason="a sanitizer's allocator, not glibc's, holds the heap")
+@glibc_heap_only
 def test_the_writer_keeps_no_heap_of_its_own_once_idle(fresh_server):
     # glibc gives each thread an arena of its own, and malloc_trim never
     # trims the free top of one other than the main arena: after its

@@ -1,5 +1,5 @@
-import Foundation
 import RESP
+import SQLiteKVCache
 
 /// Redis 7.0's ACL categories, in the order `ACL CAT` lists them; a
 /// command's categories are a bit set over this list.
@@ -76,22 +76,11 @@ struct ACLChannelArguments: Sendable {
 /// `Command` is made (its init asks for one), from Redis 7.0.15's COMMAND
 /// INFO where Redis has the command, else from the command's own flags.
 enum ACLCommandCatalog {
-    /// Behind a pthread mutex (`NSLock`), not `Synchronization.Mutex`:
+    /// Behind `Locked` (a pthread mutex), not `Synchronization.Mutex`:
     /// ThreadSanitizer does not see the latter's futex-based locking, and
     /// reported the catalog's first fill from two test threads as a race
     /// (once in three CI runs; see docs/testing.md).
-    private static let state = LockedCatalog()
-
-    private final class LockedCatalog: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: (next: Int, byName: [String: ACLCommandEntry]) = (0, [:])
-
-        func withLock<R>(_ body: (inout (next: Int, byName: [String: ACLCommandEntry])) throws -> R) rethrows -> R {
-            lock.lock()
-            defer { lock.unlock() }
-            return try body(&value)
-        }
-    }
+    private static let state = Locked<(next: Int, byName: [String: ACLCommandEntry])>((0, [:]))
 
     /// The entry of a top-level command, made on first use.
     static func entry(for name: String, flags: [String], fallbackCategories: [String],
