@@ -139,8 +139,9 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// and a short value) ahead of a pass that will read them.
     @inline(__always)
     func prefetch() {
-        kv_prefetch(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), 4)
+        kv_prefetch(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), Self.prefetchLines)
     }
+    static let prefetchLines: Int32 = 4
 
     /// Bytes (key, metadata and value) kept in the slot's own block; more
     /// go to a block of their own, so a slot overwritten with a smaller

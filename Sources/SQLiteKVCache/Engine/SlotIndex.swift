@@ -61,6 +61,15 @@ struct SlotIndex: ~Copyable {
     @inline(__always)
     private static func slot(_ bucket: UInt64) -> KeySlot { reference(bucket).takeUnretainedValue() }
 
+    /// Asks for the first cache lines of the slot in a (non-empty) bucket
+    /// from its address alone: making a `KeySlot` of it would retain the
+    /// slot, an atomic write to the very line being asked for, which then
+    /// waits for it (2.6% of SET -P 16 on 10K keys).
+    @inline(__always)
+    private static func prefetchSlot(inBucket bucket: UInt64) {
+        kv_prefetch(UnsafeRawPointer(bitPattern: UInt(bucket & addressMask)), KeySlot.prefetchLines)
+    }
+
     /// Gives back the reference a bucket holds.
     @inline(__always)
     private static func release(_ bucket: UInt64) { reference(bucket).release() }
@@ -119,7 +128,7 @@ struct SlotIndex: ~Copyable {
     func prefetchSlot(_ digest: KeyDigest) {
         let h = hash(prefix: digest.w0)
         let here = buckets[home(h)]
-        if here != 0 && here >> Self.tagShift == Self.tag(h) { Self.slot(here).prefetch() }
+        if here != 0 && here >> Self.tagShift == Self.tag(h) { Self.prefetchSlot(inBucket: here) }
     }
 
     subscript(digest: KeyDigest) -> KeySlot? {
@@ -154,7 +163,7 @@ struct SlotIndex: ~Copyable {
     /// Asks for the slot in bucket `i`, if any (none past the last bucket).
     @inline(__always)
     func prefetchSlot(atBucket i: Int) {
-        if i < buckets.count && buckets[i] != 0 { Self.slot(buckets[i]).prefetch() }
+        if i < buckets.count && buckets[i] != 0 { Self.prefetchSlot(inBucket: buckets[i]) }
     }
 
     /// Takes out the slot in bucket `i` (which must hold one).
@@ -212,7 +221,7 @@ struct SlotIndex: ~Copyable {
                 for j in 0..<from.count {
                     // The slot 16 buckets ahead (about 12 occupied ones at
                     // the 3/4 load that grows the index) is asked for.
-                    if j + 16 < from.count && from[j + 16] != 0 { Self.slot(from[j + 16]).prefetch() }
+                    if j + 16 < from.count && from[j + 16] != 0 { Self.prefetchSlot(inBucket: from[j + 16]) }
                     guard from[j] != 0 else { continue }
                     let h = hash(prefix: Self.slot(from[j]).digestPrefix)
                     let homeIndex = Int(truncatingIfNeeded: h) & newMask
