@@ -10,9 +10,10 @@
 #
 # Example: bench/cpu_ab.sh 5 /tmp/old .build/release/kvcache-server -- -t set -P 16 -r 10000
 # Each round: a fresh server and data directory, 200,000 pipelined SETs to
-# fill 10K keys, 1.5 s for the writer to settle, then 1,000,000 requests of
-# the load (-c 50 -d 100 unless given), then 1.5 s more so the writer's
-# work for them is counted. Lower is better.
+# fill 10K keys (FILL_KEYS=1000000: 2M SETs over 1M keys), the writer let
+# apply them and 1.5 s to settle, then 1,000,000 requests of the load
+# (-c 50 -d 100 unless given), then 1.5 s more so the writer's work for
+# them is counted. KVCACHE_ARGS adds server options. Lower is better.
 set -euo pipefail
 if [ $# -lt 3 ]; then
     echo "usage: bench/cpu_ab.sh ROUNDS BINARY... -- [redis-benchmark options]" >&2
@@ -35,10 +36,11 @@ for round in $(seq "$rounds"); do
     line="round $round:"
     for binary in "${binaries[@]}"; do
         rm -rf "$dir/data"
-        "$binary" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
+        # shellcheck disable=SC2086  # KVCACHE_ARGS is a list of options
+        "$binary" --port "$port" --bind 127.0.0.1 --dir "$dir/data" ${KVCACHE_ARGS:-} >"$dir/log" 2>&1 &
         pid=$!
         for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-        redis-benchmark -p "$port" -t set -r 10000 -n 200000 -c 50 -d 100 -P 16 -q >/dev/null 2>&1
+        fill_and_drain
         sleep 1.5
         before=$(cpu_ticks "$pid")
         timeout 300 redis-benchmark -p "$port" -n "$requests" -c 50 -d 100 -q "${load[@]}" >/dev/null 2>&1
