@@ -10,16 +10,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Waits (up to 120 s) until the server on $port has applied what it was
+# sent: its memtable empty, no batch in flight.
+drain_writer() {
+    for _ in $(seq 1200); do
+        [ "$(redis-cli -p "$port" info persistence | tr -d '\r' | awk -F: '
+            $1 == "memtable_bytes" { m = $2 } $1 == "writer_jobs_in_flight" { j = $2 } END { print m + j }')" = 0 ] && return
+        sleep 0.1
+    done
+}
+
 # Fills the server on $port with -r FILL_KEYS (default 10000) SETs of 100 B,
-# -n twice that (at least 200,000), then waits (up to 120 s) until its
-# writer has applied them: the memtable empty, no batch in flight.
+# -n twice that (at least 200,000), and waits until they are applied.
 fill_and_drain() {
     local fill=${FILL_KEYS:-10000}
     redis-benchmark -p "$port" -t set -r "$fill" -n $(( fill > 100000 ? fill * 2 : 200000 )) -c 50 -d 100 -P 16 -q \
         >/dev/null 2>&1
-    for _ in $(seq 1200); do
-        [ "$(redis-cli -p "$port" info persistence | tr -d '\r' | awk -F: '
-            $1 == "memtable_bytes" { m = $2 } $1 == "writer_jobs_in_flight" { j = $2 } END { print m + j }')" = 0 ] && break
-        sleep 0.1
-    done
+    drain_writer
 }
