@@ -141,6 +141,8 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     func prefetch() {
         kv_prefetch(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), Self.prefetchLines)
     }
+    /// The 64-byte lines a prefetch of a slot asks for: the object's
+    /// header, the fields, the key and a short value.
     static let prefetchLines: Int32 = 4
 
     /// Bytes (key, metadata and value) kept in the slot's own block; more
