@@ -34,10 +34,8 @@ run() {  # binary -> requests/s of the measured load
     # shellcheck disable=SC2086  # KVCACHE_ARGS is a list of options
     "$1" --port "$port" --bind 127.0.0.1 --dir "$dir/data" ${KVCACHE_ARGS:-} >"$dir/log" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-    fill=${FILL_KEYS:-10000}
-    redis-benchmark -p "$port" -t set -r "$fill" -n $(( fill > 100000 ? fill * 2 : 200000 )) -c 50 -d 100 -P 16 -q \
-        >/dev/null 2>&1
+    wait_until_serving
+    fill_keys
     timeout 120 redis-benchmark -p "$port" -n 1500000 -c 50 -d 100 -q "${load[@]}" 2>&1 \
         | tr '\r' '\n' | awk '/per second/ { print $2; exit }'
     kill "$pid"; wait "$pid" 2>/dev/null || true

@@ -18,7 +18,7 @@ else
     "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir/data" >"$dir/log" 2>&1 &
 fi
 pid=$!
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+wait_until_serving
 patterns=()
 for i in $(seq 9); do patterns+=("~tenant$i:*"); done
 redis-cli -p "$port" ACL SETUSER bench on '>benchpass' +@all "${patterns[@]}" '~key:*' >/dev/null

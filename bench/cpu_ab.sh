@@ -39,7 +39,7 @@ for round in $(seq "$rounds"); do
         # shellcheck disable=SC2086  # KVCACHE_ARGS is a list of options
         "$binary" --port "$port" --bind 127.0.0.1 --dir "$dir/data" ${KVCACHE_ARGS:-} >"$dir/log" 2>&1 &
         pid=$!
-        for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+        wait_until_serving
         fill_and_drain
         sleep 1.5
         before=$(cpu_ticks "$pid")

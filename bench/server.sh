@@ -20,11 +20,21 @@ drain_writer() {
     done
 }
 
-# Fills the server on $port with -r FILL_KEYS (default 10000) SETs of 100 B,
-# -n twice that (at least 200,000), and waits until they are applied.
-fill_and_drain() {
+# Waits (up to 10 s) until the server on $port answers PING.
+wait_until_serving() {
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
+}
+
+# Sends the server on $port -r FILL_KEYS (default 10000) SETs of 100 B,
+# -n twice that (at least 200,000), pipelined.
+fill_keys() {
     local fill=${FILL_KEYS:-10000}
     redis-benchmark -p "$port" -t set -r "$fill" -n $(( fill > 100000 ? fill * 2 : 200000 )) -c 50 -d 100 -P 16 -q \
         >/dev/null 2>&1
+}
+
+# `fill_keys`, then waits until the writer has applied them.
+fill_and_drain() {
+    fill_keys
     drain_writer
 }

@@ -25,7 +25,7 @@ ticks=$(getconf CLK_TCK)
 taskset -c 0 "$binary" --port "$port" --bind 127.0.0.1 --dir "$dir/data" ${KVCACHE_ARGS:---appendonly no} \
     >"$dir/log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+wait_until_serving
 FILL_KEYS=$keys fill_and_drain
 redis-cli -p "$port" save >/dev/null
 # The writer is the thread at nice 10 (the loop's is 0).
