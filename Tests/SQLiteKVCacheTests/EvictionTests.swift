@@ -99,6 +99,66 @@ struct EvictionTests {
         #expect(try c.get(key: bytes("k0")) == nil && c.get(key: bytes("k299")) != nil)
     }
 
+    /// An overwrite leaves the row's place in the age index (moving it is
+    /// most of what an overwrite costs in a large file) and records its
+    /// own date and write order in the row; eviction, reaching the stale
+    /// place, moves the row to where its last write puts it instead of
+    /// evicting it. With the memory tier and without (every row then read
+    /// from the file).
+    @Test(arguments: [0, 64 << 20])
+    func anOverwrittenRowIsNotTakenForAnOldOne(memoryTierBytes: Int) throws {
+        let handle = "overwritten-\(memoryTierBytes)"
+        let c = SQLiteKVCache(handle: handle, directory: dir.path,
+                              configuration: .init(diskCapacity: 0, memoryTierBytes: memoryTierBytes))
+        for i in 0..<10 { try put(c, "k\(i)", size: 98, date: Double(i)) }
+        try put(c, "k0", size: 98, date: 20)
+        let raw = RawDatabase(path: dir.file("\(handle).sqlite"))
+        let k0 = "(SELECT storage_date || '/' || coalesce(written_date, '-') FROM entries WHERE key = x'6b30')"
+        #expect(raw.scalar("SELECT \(k0)") == "0.0/20.0", "the row kept its place")
+        try c.setCapacity(900)
+        #expect(try c.get(key: bytes("k1")) == nil, "k1 (date 1) is the oldest write")
+        #expect(try c.get(key: bytes("k0"))?.value == [UInt8](repeating: 7, count: 98))
+        #expect(try c.count() == 9)
+        // The walk passed k0's old place and asked for it to move: applied with the next batch.
+        try put(c, "k1", size: 98, date: 21)
+        #expect(raw.scalar("SELECT \(k0)") == "20.0/-")
+        #expect(try c.get(key: bytes("k2")) == nil, "k2 went next, k0 stayed")
+        #expect(try c.get(key: bytes("k0")) != nil)
+        try c.setCapacity(100)
+        #expect(try c.get(key: bytes("k0")) == nil && c.get(key: bytes("k9")) == nil)
+        #expect(try c.get(key: bytes("k1")) != nil, "the newest write is all that fits")
+        #expect(try c.contentBytes() == 100)
+    }
+
+    /// An overwrite dated before the row's place moves it there at once
+    /// (the place must never be later than the row's last write).
+    @Test func anOverwriteWithAnEarlierDateMovesTheRow() throws {
+        let c = SQLiteKVCache(handle: "earlier", directory: dir.path, diskCapacity: 0)
+        for i in 0..<5 { try put(c, "k\(i)", size: 98, date: Double(10 + i)) }
+        try put(c, "k4", size: 98, date: 1)
+        let raw = RawDatabase(path: dir.file("earlier.sqlite"))
+        #expect(raw.scalar("SELECT storage_date || '/' || coalesce(written_date, '-') FROM entries WHERE key = x'6b34'")
+                == "1.0/-")
+        try c.setCapacity(400)
+        #expect(try c.get(key: bytes("k4")) == nil)
+        #expect(try c.get(key: bytes("k0")) != nil)
+    }
+
+    /// LRU's order moves with every access: its overwrites move the row.
+    @Test func lruOverwritesMoveTheRow() throws {
+        let c = SQLiteKVCache(handle: "lru-moves", directory: dir.path,
+                              configuration: .init(diskCapacity: 0, evictionPolicy: .lru))
+        try put(c, "a", size: 10, date: 1)
+        try put(c, "b", size: 10, date: 2)
+        try put(c, "a", size: 10, date: 3)
+        let raw = RawDatabase(path: dir.file("lru-moves.sqlite"))
+        #expect(raw.scalar("SELECT count(*) FROM entries WHERE written_seq IS NOT NULL") == "0")
+        #expect(raw.scalar("SELECT storage_date FROM entries WHERE key = x'61'") == "3.0")
+        try c.setCapacity(11)
+        #expect(try c.get(key: bytes("b")) == nil)
+        #expect(try c.get(key: bytes("a")) != nil)
+    }
+
     @Test func capacityZeroNeverEvicts() throws {
         let c = SQLiteKVCache(handle: "unbounded", directory: dir.path, diskCapacity: 0)
         for i in 0..<300 { try put(c, "k\(i)", size: 1000, date: Double(i)) }

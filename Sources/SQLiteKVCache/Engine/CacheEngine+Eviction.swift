@@ -132,6 +132,20 @@ extension CacheEngine {
         return nil
     }
 
+    /// Asks the next batch to move a row of the file to its place in age
+    /// order (its last write's), which the walk then meets again, once
+    /// applied, where it belongs (if it is still ahead; if not, the walk's
+    /// next pass does). Overwrites leave a row's place in the age index
+    /// behind (`CacheBatch.keepsAgeOrder`): eviction puts it right when it
+    /// gets there, once, rather than every overwrite moving it.
+    private func requeue(_ digest: KeyDigest, storageDate: Double, seq: Int64) {
+        guard pendingRequeues.count < Self.requeueLimit else { return }  // the walk's next pass finds the rest
+        pendingRequeues.append(EvictionRequeue(digest: digest, storageDate: storageDate, seq: seq))
+    }
+
+    /// The most rows one batch moves in age order.
+    static let requeueLimit = 65536
+
     private func nextMemoryCandidate() -> (order: EvictionOrderKey, victim: Victim)? {
         while let top = eviction.heap.top {
             if let slot = table.slot(top.digest), slot.hasRow, slot.seq == top.seq {
@@ -184,6 +198,11 @@ extension CacheEngine {
                 // The table knows a state of this key: the row is the current
                 // one only if it has the same write order.
                 guard slot.hasRow, slot.seq == row.seq else {
+                    // A state the file holds, written after the row's place
+                    // in age order: the row moves to its place.
+                    if slot.hasRow, !slot.isUnapplied, eviction.phase != .expiry {
+                        requeue(row.digest, storageDate: slot.storageDate, seq: slot.seq)
+                    }
                     eviction.pageIndex += 1
                     skipped += 1
                     if skipped >= EvictionWalk.skipBudget { return nil }  // go on in the next step
@@ -196,6 +215,14 @@ extension CacheEngine {
             }
             // Listed from an index alone: the rest from the table, if the file still holds it.
             guard let details = try file.evictionDetails(row.digest) else {
+                eviction.pageIndex += 1
+                skipped += 1
+                if skipped >= EvictionWalk.skipBudget { return nil }
+                continue
+            }
+            if let written = details.written, written.seq != row.seq {
+                // Overwritten since it took this place: not the oldest.
+                requeue(row.digest, storageDate: written.date, seq: written.seq)
                 eviction.pageIndex += 1
                 skipped += 1
                 if skipped >= EvictionWalk.skipBudget { return nil }

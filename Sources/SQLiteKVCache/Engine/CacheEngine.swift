@@ -596,6 +596,7 @@ public final class CacheEngine {
         // Once the clear reaches the file it holds only what is written from now on.
         fileKeys.reset()
         clearPending = true
+        pendingRequeues = []
         clearInFlight = 0  // a clear already in flight is not this one
         eviction.reset(for: policy)
         expiry = ExpiryWalk()
@@ -711,6 +712,9 @@ public final class CacheEngine {
     /// LRU needs an index on write order; the next batch creates it.
     var needsRecencyIndex = false
 
+    /// Rows eviction found out of their place in age order, for the next batch.
+    var pendingRequeues: [EvictionRequeue] = []
+
     /// Changes the memory budget (the shared one, when the engine has one).
     public func setMemoryBudget(_ bytes: Int) { table.budget.limit = max(0, bytes) }
 
@@ -720,14 +724,17 @@ public final class CacheEngine {
     /// position `lsn`, or returns nil when nothing changed.
     public func seal(lsn: UInt64) -> CacheBatch? {
         buildFileKeysIfWanted()
-        guard !table.changed.isEmpty || clearPending || needsRecencyIndex else { return nil }
+        guard !table.changed.isEmpty || clearPending || needsRecencyIndex || !pendingRequeues.isEmpty else { return nil }
         let id = nextBatchID
         // A slot keeps an id's low 32 bits, 0 meaning none.
         nextBatchID += nextBatchID & 0xFFFF_FFFF == 0xFFFF_FFFF ? 2 : 1
         let batch = CacheBatch(file: file, id: id, lsn: lsn, clear: clearPending, writes: table.seal(id), totals: totals)
         batch.createRecencyIndex = needsRecencyIndex
+        batch.keepsAgeOrder = policy != .lru
+        batch.requeues = pendingRequeues
         batch.failuresSeen = lastFailedBatch
         needsRecencyIndex = false
+        pendingRequeues = []
         if clearPending {
             clearInFlight = id
             clearPending = false

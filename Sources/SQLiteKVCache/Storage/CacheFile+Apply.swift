@@ -36,6 +36,15 @@ struct BatchWrite {
     }
 }
 
+/// A row whose place in age order (where the index has it) is behind its
+/// last write, as eviction found it: the writer moves it there, if the
+/// row still holds that write.
+struct EvictionRequeue {
+    let digest: KeyDigest
+    let storageDate: Double
+    let seq: Int64
+}
+
 /// The writes of a sealed batch, and the bytes of its puts in chunks of
 /// up to a megabyte (one copy per key at the seal, no array per key;
 /// chunks, so a seal of a million keys never copies what it gathered).
@@ -169,6 +178,14 @@ public final class CacheBatch: @unchecked Sendable {
     public var count: Int { writes.count }
     /// Creates LRU's index on write order first.
     var createRecencyIndex = false
+    /// Overwrites leave the row's place in the age index as it was (FIFO:
+    /// moving it is most of an overwrite's cost in a large file) and
+    /// record the write's date and order in the row; false under LRU,
+    /// whose order moves with every read.
+    var keepsAgeOrder = true
+    /// Rows whose place in age order eviction found behind their last
+    /// write: moved there first (`EvictionRequeue`).
+    var requeues: [EvictionRequeue] = []
     /// What the writer found the totals got wrong (rows of blind writes that
     /// the file held); the owner adds it to its totals at completion.
     public internal(set) var correction = TotalsCorrection()
@@ -217,16 +234,45 @@ extension CacheFile {
             if batch.createRecencyIndex { try ensureRecencyIndex() }
             try writer.execute("BEGIN IMMEDIATE")
             if batch.clear { try writer.execute("DELETE FROM entries") }
+            if !batch.clear && !batch.requeues.isEmpty {
+                let requeue = try writer.statement("""
+                    UPDATE entries SET storage_date = ?1, seq = ?2, written_date = NULL, written_seq = NULL
+                    WHERE digest = ?3 AND written_seq = ?2
+                    """)
+                for move in batch.requeues {
+                    defer { requeue.reset() }
+                    requeue.bind(1, move.storageDate)
+                    requeue.bind(2, move.seq)
+                    move.digest.withBytes { requeue.bind(3, $0) }
+                    _ = try requeue.step()
+                }
+            }
             batch.writes.sortByDigest()
-            let upsert = try writer.statement("""
+            // A new row's place in age order is its write's; an overwrite
+            // keeps the row's place when that is not later than the write
+            // (the WHERE; otherwise nothing changes, and the full upsert
+            // below moves it), so the age index is not touched.
+            let keep = try writer.statement("""
+                INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, written_date = excluded.storage_date,
+                    written_seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
+                    metadata = excluded.metadata, value = excluded.value, kind = excluded.kind
+                WHERE storage_date <= excluded.storage_date
+                """)
+            let move = try writer.statement("""
                 INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
                     seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
-                    metadata = excluded.metadata, value = excluded.value, kind = excluded.kind
+                    metadata = excluded.metadata, value = excluded.value, kind = excluded.kind,
+                    written_date = NULL, written_seq = NULL
                 """)
             let delete = try writer.statement("DELETE FROM entries WHERE digest = ?")
-            let touch = try writer.statement("UPDATE entries SET seq = ? WHERE digest = ?")
+            let touch = try writer.statement("""
+                UPDATE entries SET storage_date = \(Self.writtenDate), seq = ?, written_date = NULL, written_seq = NULL
+                WHERE digest = ?
+                """)
             let old = try writer.statement("SELECT size, expires_at FROM entries WHERE digest = ?")
             var correction = TotalsCorrection()
             for write in batch.writes {
@@ -238,26 +284,31 @@ extension CacheFile {
                 }
                 switch write.op {
                 case .put(let row):
-                    defer { upsert.reset() }
-                    upsert.bind(2, row.storageDate)
-                    upsert.bind(3, row.seq)
-                    if let expiresAt = row.expiresAt { upsert.bind(4, expiresAt) } else { upsert.bindNull(4) }
-                    upsert.bind(8, Int64(row.kind.rawValue))
-                    write.digest.withBytes { upsert.bind(9, $0) }
-                    // Bound as copies (SQLITE_TRANSIENT), while the batch's bytes are in view.
-                    batch.writes.withBytes(of: write) { key, metadata, bytes in
-                        upsert.bind(5, key)
-                        upsert.bind(6, metadata)
-                        if let live = write.live {
-                            let value = live.encoded()
-                            upsert.bind(1, key.count + metadata.count + value.count)
-                            upsert.bind(7, value)
-                        } else {
-                            upsert.bind(1, key.count + metadata.count + bytes.count)
-                            upsert.bind(7, bytes)
+                    var value: [UInt8]? = nil  // a live value's encoding, made once
+                    func upsert(_ upsert: SQLiteStatement) throws {
+                        defer { upsert.reset() }
+                        upsert.bind(2, row.storageDate)
+                        upsert.bind(3, row.seq)
+                        if let expiresAt = row.expiresAt { upsert.bind(4, expiresAt) } else { upsert.bindNull(4) }
+                        upsert.bind(8, Int64(row.kind.rawValue))
+                        write.digest.withBytes { upsert.bind(9, $0) }
+                        // Bound as copies (SQLITE_TRANSIENT), while the batch's bytes are in view.
+                        batch.writes.withBytes(of: write) { key, metadata, bytes in
+                            upsert.bind(5, key)
+                            upsert.bind(6, metadata)
+                            if let live = write.live {
+                                if value == nil { value = live.encoded() }
+                                upsert.bind(1, key.count + metadata.count + value!.count)
+                                upsert.bind(7, value!)
+                            } else {
+                                upsert.bind(1, key.count + metadata.count + bytes.count)
+                                upsert.bind(7, bytes)
+                            }
                         }
+                        _ = try upsert.step()
                     }
-                    _ = try upsert.step()
+                    if batch.keepsAgeOrder { try upsert(keep) }
+                    if !batch.keepsAgeOrder || writer.changes == 0 { try upsert(move) }
                 case .delete:
                     defer { delete.reset() }
                     write.digest.withBytes { delete.bind(1, $0) }

@@ -58,7 +58,7 @@ extension CacheFile {
     func row(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> Row? {
         try read {
             let stmt = try reader.statement(
-                "SELECT storage_date, seq, expires_at, kind, metadata, value FROM entries WHERE digest = ?")
+                "SELECT \(Self.writtenDate), \(Self.writtenSeq), expires_at, kind, metadata, value FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
@@ -71,7 +71,7 @@ extension CacheFile {
     func rowInfo(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> RowInfo? {
         try read {
             let stmt = try reader.statement(
-                "SELECT size, expires_at, seq, storage_date, kind FROM entries WHERE digest = ?")
+                "SELECT size, expires_at, \(Self.writtenSeq), \(Self.writtenDate), kind FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
@@ -84,8 +84,14 @@ extension CacheFile {
         ValueKind(rawValue: UInt8(truncatingIfNeeded: raw)) ?? .string
     }
 
-    private static let listedColumns = "digest, key, size, expires_at, storage_date, seq, kind"
-    /// What the age index holds (a WITHOUT ROWID table's index holds its key, the digest).
+    /// A row's storage date and write order: `written_date` and
+    /// `written_seq` once an overwrite left its place in the age index
+    /// behind (`storage_date` and `seq`), which then lag until eviction
+    /// reaches them (`requeue`).
+    static let writtenDate = "coalesce(written_date, storage_date)", writtenSeq = "coalesce(written_seq, seq)"
+    private static let listedColumns = "digest, key, size, expires_at, \(writtenDate), \(writtenSeq), kind"
+    /// What the age index holds (a WITHOUT ROWID table's index holds its key,
+    /// the digest): the row's place in age order, which may lag its writes.
     private static let indexedColumns = "digest, storage_date, seq"
 
     private func listed(_ stmt: SQLiteStatement) -> ListedRow {
@@ -248,14 +254,20 @@ extension CacheFile {
     }
 
     /// The key, size and expiry of an eviction candidate listed from an
-    /// index alone; nil when the file no longer holds it.
-    func evictionDetails(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> (key: [UInt8], size: Int, expiresAt: Int64?)? {
+    /// index alone, and where its last write puts it in age order (nil
+    /// when that is where the index has it); nil when the file no longer
+    /// holds it.
+    func evictionDetails(_ digest: KeyDigest) throws(SQLiteKVCache.Error)
+        -> (key: [UInt8], size: Int, expiresAt: Int64?, written: (date: Double, seq: Int64)?)?
+    {
         try read {
-            let stmt = try reader.statement("SELECT key, size, expires_at FROM entries WHERE digest = ?")
+            let stmt = try reader.statement(
+                "SELECT key, size, expires_at, written_date, written_seq FROM entries WHERE digest = ?")
             defer { stmt.reset() }
             digest.withBytes { stmt.bind(1, $0) }
             guard try stmt.step() else { return nil }
-            return (stmt.bytes(0), Int(stmt.int64(1)), stmt.isNull(2) ? nil : stmt.int64(2))
+            let written = stmt.isNull(4) ? nil : (date: stmt.isNull(3) ? 0 : stmt.double(3), seq: stmt.int64(4))
+            return (stmt.bytes(0), Int(stmt.int64(1)), stmt.isNull(2) ? nil : stmt.int64(2), written)
         }
     }
 }

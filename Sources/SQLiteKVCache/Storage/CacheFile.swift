@@ -16,7 +16,7 @@ import Synchronization
 /// holds, written in the same transaction as the rows, so a replay of the
 /// append-only log can skip exactly what the file already has.
 final class CacheFile: @unchecked Sendable {
-    static let schemaVersion: Int32 = 3
+    static let schemaVersion: Int32 = 4
 
     let handle: String
     let path: String
@@ -148,8 +148,8 @@ final class CacheFile: @unchecked Sendable {
         writer.setBusyTimeout(milliseconds: 5000)
 
         let version = try writer.scalarInt("PRAGMA user_version") ?? 0
-        if version == 2 {
-            try migrateFromVersion2()
+        if version == 2 || version == 3 {
+            try migrate(from: version)
         } else if version != Int64(Self.schemaVersion) {
             try recreateSchema()
         }
@@ -172,7 +172,9 @@ final class CacheFile: @unchecked Sendable {
             key BLOB NOT NULL,
             metadata BLOB NOT NULL,
             value BLOB NOT NULL,
-            kind INTEGER NOT NULL DEFAULT 0
+            kind INTEGER NOT NULL DEFAULT 0,
+            written_date REAL,
+            written_seq INTEGER
         ) WITHOUT ROWID;
         CREATE INDEX entries_by_age ON entries(storage_date, seq);
         CREATE INDEX entries_by_expiry ON entries(expires_at) WHERE expires_at IS NOT NULL;
@@ -212,15 +214,23 @@ final class CacheFile: @unchecked Sendable {
         }
     }
 
-    /// Version 2 lacked the log position and the file's identity: add them,
-    /// keeping the entries.
-    private func migrateFromVersion2() throws {
+    /// Version 2 lacked the log position and the file's identity, and
+    /// version 3 the row's own write position (`written_date`,
+    /// `written_seq`, NULL: the same as its place in the age index): add
+    /// them, keeping the entries. Adding a nullable column rewrites no row.
+    private func migrate(from version: Int64) throws {
         try writer.execute("BEGIN IMMEDIATE")
         do {
+            if version == 2 {
+                try writer.execute("""
+                    ALTER TABLE stats ADD COLUMN applied_lsn INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE stats ADD COLUMN file_id INTEGER NOT NULL DEFAULT 0;
+                    UPDATE stats SET file_id = \(Self.newFileID());
+                    """)
+            }
             try writer.execute("""
-                ALTER TABLE stats ADD COLUMN applied_lsn INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE stats ADD COLUMN file_id INTEGER NOT NULL DEFAULT 0;
-                UPDATE stats SET file_id = \(Self.newFileID());
+                ALTER TABLE entries ADD COLUMN written_date REAL;
+                ALTER TABLE entries ADD COLUMN written_seq INTEGER;
                 PRAGMA user_version=\(Self.schemaVersion);
                 """)
             try writer.execute("COMMIT")
