@@ -32,7 +32,8 @@ Redis's AOF rewrite done):
   ingest  `redis-benchmark -t set -r 2000000000 -c --ingest-clients (50)
           -P --ingest-pipeline (16) -d 100` (new keys) for --ingest-seconds
           (30), the probe alongside; keys written and the rate are reported.
-  cut     --keys keys without expiry, the probe key written last, then a
+  cut     --keys keys without expiry (each written twice with
+          --cut-overwrites), the probe key written last, then a
           cut to --keep (10%) of the data: kvcache `CONFIG SET cache
           "db0 <bytes> fifo"` with bytes = --keep x the cache's content bytes
           (INFO caches); Redis, which has no per-cache capacity, `CONFIG SET
@@ -86,6 +87,9 @@ def parse_args(argv=None):
     p.add_argument("--ingest-clients", type=int, default=50, help="redis-benchmark -c of the ingest (default 50)")
     p.add_argument("--ingest-pipeline", type=int, default=16, help="redis-benchmark -P of the ingest (default 16)")
     p.add_argument("--keep", type=float, default=0.1, help="share of the data the cut keeps (default 0.1)")
+    p.add_argument("--cut-overwrites", action="store_true",
+                   help="cut: write every key a second time before the cut (kvcache's overwrites leave the rows' "
+                        "places in age order behind, for eviction to move)")
     p.add_argument("--probe-interval-ms", type=float, default=1.0, help="pause between probes (default 1 ms)")
     p.add_argument("--max-scenario-seconds", type=float, default=300,
                    help="longest an expiry or a cut may take before it is reported unfinished (default 300)")
@@ -213,6 +217,8 @@ def scenario_ingest(args, server: bl.Server, c: bl.Client, probe: Probe) -> dict
 
 def scenario_cut(args, server: bl.Server, c: bl.Client, probe: Probe) -> dict:
     fill_s = fill(c, args.keys)
+    if args.cut_overwrites:
+        fill_s += fill(c, args.keys)
     c.command("SET", PROBE_KEY, "v")  # written last: FIFO keeps it
     idle = bl.wait_idle([server], timeout=600)
     before, _ = probe.run(lambda: True, check_every=1.0)

@@ -94,9 +94,17 @@ public final class SQLiteKVCache: @unchecked Sendable {
             self.configuration = configuration
         }
 
-        /// Applies what changed, unless a batch is open.
+        /// Applies what changed, unless a batch is open; then eviction goes
+        /// on if it waited for that batch to move rows in age order.
         func settle() throws(Error) {
-            if !batchOpen { try apply() }
+            guard !batchOpen else { return }
+            try apply()
+            var rounds = 0
+            while engine.overCapacity && engine.evictionResumesAfterBatch && rounds < 16 {
+                rounds += 1
+                _ = try engine.evict(limit: .max)
+                try apply()
+            }
         }
 
         /// Applies every change to the file in one transaction.
@@ -290,7 +298,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// Evicts up to `limit` entries toward capacity (after a capacity cut).
     /// - Returns: true when the cache is within capacity.
     public func evict(limit: Int) throws(Error) -> Bool {
-        try changing { engine throws(Error) in try engine.evict(limit: limit) }
+        let within = try changing { engine throws(Error) in try engine.evict(limit: limit) }
+        if within { return true }
+        return try withStore { store in !store.engine.overCapacity }
     }
 
     /// One step of a scan of the live keys: start at cursor 0, continue with
@@ -367,7 +377,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// - Returns: true when the cache is within the new capacity.
     @discardableResult
     public func setCapacity(_ capacity: Int, batchLimit: Int = .max) throws(Error) -> Bool {
-        try changing { engine throws(Error) in try engine.setCapacity(capacity, batchLimit: batchLimit) }
+        let within = try changing { engine throws(Error) in try engine.setCapacity(capacity, batchLimit: batchLimit) }
+        if within { return true }
+        return try withStore { store in !store.engine.overCapacity }  // evicting went on at the settle
     }
 
     /// The eviction policy in force.

@@ -130,6 +130,21 @@ struct EvictionTests {
         #expect(try c.contentBytes() == 100)
     }
 
+    /// Every row's place is behind its last write: the walk asks for all of
+    /// them to move, waits for that batch, and evicts on its next pass.
+    @Test(arguments: [0, 64 << 20])
+    func aCutAfterEveryRowWasOverwrittenEvictsTheOldestWrites(memoryTierBytes: Int) throws {
+        let c = SQLiteKVCache(handle: "all-overwritten-\(memoryTierBytes)", directory: dir.path,
+                              configuration: .init(diskCapacity: 0, memoryTierBytes: memoryTierBytes))
+        for i in 0..<10 { try put(c, "k\(i)", size: 98, date: Double(i)) }
+        for i in [3, 1, 4, 0, 5, 9, 2, 6, 8, 7] { try put(c, "k\(i)", size: 98, date: Double(20 + i)) }
+        #expect(try c.setCapacity(500))
+        #expect(try c.count() == 5)
+        #expect(try c.contentBytes() == 500)
+        for i in 0..<5 { #expect(try c.get(key: bytes("k\(i)")) == nil, "k\(i) was written before the others") }
+        for i in 5..<10 { #expect(try c.get(key: bytes("k\(i)")) != nil) }
+    }
+
     /// An overwrite dated before the row's place moves it there at once
     /// (the place must never be later than the row's last write).
     @Test func anOverwriteWithAnEarlierDateMovesTheRow() throws {

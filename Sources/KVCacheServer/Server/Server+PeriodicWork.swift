@@ -69,7 +69,14 @@ extension Server {
                 logger.warning("Evicting from cache '\(cache.name)' failed: \(error)")
                 cache.needsEviction = false
             }
-            if cache.needsEviction { backgroundWorkPending = true }
+            guard cache.needsEviction else { continue }
+            if cache.engine?.evictionAwaitsBatch ?? false {
+                // Waiting for the writer to move rows in age order: sealed now, not at the
+                // next interval; the batch's end wakes the loop.
+                if (cache.engine?.changedCount ?? 0) > 0 { persistence.requestSeal() }
+            } else {
+                backgroundWorkPending = true
+            }
         }
     }
 

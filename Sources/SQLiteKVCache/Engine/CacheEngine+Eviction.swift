@@ -49,6 +49,12 @@ struct EvictionWalk {
     /// A batch reached the file since the walk started: at the end of the
     /// file, it starts over once (rows applied behind it).
     var fileChanged = false
+    /// The walk asked for rows to be moved to their place in age order
+    /// (`CacheEngine.requeue`): at the end of the file it waits for a
+    /// batch to land and starts over, rather than being done.
+    var requeued = false
+    /// It is at the end of the file, waiting for that batch.
+    var awaitingBatch = false
     /// Rows a step may pass over (evicted or changed since): a bound on the
     /// work one step does, so a stale walk cannot stall the loop.
     static let skipBudget = 2048
@@ -61,6 +67,8 @@ struct EvictionWalk {
         position = nil
         fileDone = false
         fileChanged = false
+        requeued = false
+        awaitingBatch = false
         switch policy {
         case .fifo, .noeviction: phase = .age
         case .lru: phase = .recency
@@ -139,12 +147,22 @@ extension CacheEngine {
     /// behind (`CacheBatch.keepsAgeOrder`): eviction puts it right when it
     /// gets there, once, rather than every overwrite moving it.
     private func requeue(_ digest: KeyDigest, storageDate: Double, seq: Int64) {
+        eviction.requeued = true
         guard pendingRequeues.count < Self.requeueLimit else { return }  // the walk's next pass finds the rest
         pendingRequeues.append(EvictionRequeue(digest: digest, storageDate: storageDate, seq: seq))
     }
 
-    /// The most rows one batch moves in age order.
-    static let requeueLimit = 65536
+    /// The most rows one batch moves in age order (40 bytes each until the seal).
+    static let requeueLimit = 1 << 18
+
+    /// Eviction is at the end of the file, waiting for a batch to move rows
+    /// it passed to their place in age order: calling again before one
+    /// lands finds nothing new.
+    public var evictionAwaitsBatch: Bool { eviction.awaitingBatch && !eviction.fileChanged }
+
+    /// Eviction stopped at the end of the file for rows being moved in age
+    /// order: once their batch has landed, evicting again goes on.
+    var evictionResumesAfterBatch: Bool { eviction.awaitingBatch }
 
     private func nextMemoryCandidate() -> (order: EvictionOrderKey, victim: Victim)? {
         while let top = eviction.heap.top {
@@ -175,6 +193,11 @@ extension CacheEngine {
                         eviction.reset(for: policy)
                         eviction.heap = heap
                         continue
+                    }
+                    if eviction.requeued {
+                        // Rows it passed are being moved to where they belong: met on the next pass.
+                        eviction.awaitingBatch = true
+                        return nil
                     }
                     eviction.fileDone = true
                     return nil

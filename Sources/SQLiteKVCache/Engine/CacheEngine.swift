@@ -181,8 +181,8 @@ public final class CacheEngine {
     public var contentBytes: Int { totals.bytes }
     /// Bytes of changes not yet in the file (the memtable).
     public var unappliedBytes: Int { table.unappliedBytes }
-    /// Keys changed since the last seal.
-    public var changedCount: Int { table.changed.count }
+    /// Keys changed since the last seal (and rows eviction asked to move).
+    public var changedCount: Int { table.changed.count + pendingRequeues.count }
 
     // MARK: Reading
 
