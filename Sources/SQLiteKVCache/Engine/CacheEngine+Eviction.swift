@@ -38,6 +38,9 @@ struct EvictionWalk {
         var order: EvictionOrderKey
         var digest: KeyDigest
         var seq: Int64
+        /// Noted by the file walk: a row the file holds whose place in age
+        /// order is behind its last write (which memory holds).
+        var fromWalk = false
     }
 
     var heap = Heap<Pending>(by: { $0.order < $1.order })
@@ -55,6 +58,12 @@ struct EvictionWalk {
     var requeued = false
     /// It is at the end of the file, waiting for that batch.
     var awaitingBatch = false
+    /// Entries the file walk put in the heap (an upper bound: counted
+    /// again at each `compact`).
+    var walkNoted = 0
+    /// The most entries the file walk keeps in the heap; past it, rows are
+    /// moved in the file instead (`requeue`).
+    static let walkNotedLimit = 1 << 18
     /// Rows a step may pass over (evicted or changed since): a bound on the
     /// work one step does, so a stale walk cannot stall the loop.
     static let skipBudget = 2048
@@ -69,6 +78,7 @@ struct EvictionWalk {
         fileChanged = false
         requeued = false
         awaitingBatch = false
+        walkNoted = 0
         switch policy {
         case .fifo, .noeviction: phase = .age
         case .lru: phase = .recency
@@ -76,15 +86,30 @@ struct EvictionWalk {
         }
     }
 
-    mutating func note(_ slot: KeySlot, _ digest: KeyDigest, policy: EvictionPolicy) {
+    mutating func note(_ slot: KeySlot, _ digest: KeyDigest, policy: EvictionPolicy, fromWalk: Bool = false) {
         heap.push(Pending(order: EvictionOrderKey(policy, storageDate: slot.storageDate, seq: slot.seq,
                                                   expiresAt: slot.expiresAt),
-                          digest: digest, seq: slot.seq))
+                          digest: digest, seq: slot.seq, fromWalk: fromWalk))
+        if fromWalk { walkNoted += 1 }
     }
 
     mutating func rebuild(_ slots: [KeySlot], policy: EvictionPolicy) {
         heap.removeAll()
+        walkNoted = 0
         for slot in slots where slot.hasRow { note(slot, slot.digest(), policy: policy) }
+    }
+
+    /// Whether the heap holds many entries no longer current: more than
+    /// twice what it needs.
+    func needsCompacting(unapplied: Int) -> Bool { heap.count > 2 * (unapplied + walkNoted) + 1024 }
+
+    /// Drops the heap's entries no longer current: the walk's that `isCurrent`
+    /// keeps stay, the rest are noted again from the unapplied `slots`.
+    mutating func compact(_ slots: [KeySlot], policy: EvictionPolicy, isCurrent: (Pending) -> Bool) {
+        let kept = heap.elements.filter { $0.fromWalk && isCurrent($0) }
+        rebuild(slots, policy: policy)
+        for entry in kept { heap.push(entry) }
+        walkNoted = kept.count
     }
 }
 
@@ -112,10 +137,17 @@ extension CacheEngine {
             evicted += 1
             onEvent?(.evicted(key: victim.key))
         }
-        if eviction.heap.count > 2 * table.unappliedCount + 1024 {
-            eviction.rebuild(table.allUnapplied, policy: policy)
-        }
+        compactEvictionHeapIfNeeded()
         return totals.bytes <= capacity
+    }
+
+    /// Drops the eviction heap's stale entries once they outnumber the rest.
+    func compactEvictionHeapIfNeeded() {
+        guard eviction.needsCompacting(unapplied: table.unappliedCount) else { return }
+        eviction.compact(table.allUnapplied, policy: policy) { entry in
+            guard let slot = table.slot(entry.digest) else { return false }
+            return slot.hasRow && slot.seq == entry.seq && !slot.isUnapplied
+        }
     }
 
     /// Evicts up to `limit` entries toward capacity (after a capacity cut).
@@ -221,10 +253,15 @@ extension CacheEngine {
                 // The table knows a state of this key: the row is the current
                 // one only if it has the same write order.
                 guard slot.hasRow, slot.seq == row.seq else {
-                    // A state the file holds, written after the row's place
-                    // in age order: the row moves to its place.
+                    // A state the file holds, written after the row's place in
+                    // age order: it waits in the heap at its write's place (or,
+                    // past the heap's share, the row moves there in the file).
                     if slot.hasRow, !slot.isUnapplied, eviction.phase != .expiry {
-                        requeue(row.digest, storageDate: slot.storageDate, seq: slot.seq)
+                        if eviction.walkNoted < EvictionWalk.walkNotedLimit {
+                            eviction.note(slot, row.digest, policy: policy, fromWalk: true)
+                        } else {
+                            requeue(row.digest, storageDate: slot.storageDate, seq: slot.seq)
+                        }
                     }
                     eviction.pageIndex += 1
                     skipped += 1

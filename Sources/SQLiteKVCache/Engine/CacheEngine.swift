@@ -832,9 +832,7 @@ public final class CacheEngine {
         // and starts again only when it reaches the end.
         expiry.fileChanged(volatile: totals.volatile)
         eviction.fileChanged = true
-        if capacity > 0 && eviction.heap.count > 2 * table.unappliedCount + 1024 {
-            eviction.rebuild(table.allUnapplied, policy: policy)
-        }
+        if capacity > 0 { compactEvictionHeapIfNeeded() }
     }
 
     /// Counters and settings, read in one call.
