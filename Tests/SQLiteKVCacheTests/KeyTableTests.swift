@@ -386,7 +386,8 @@ struct KeyTableTests {
         let budget = MemoryBudget(limit: 10 * cost)
         let idle = KeyTable(sharing: budget), hot = KeyTable(sharing: budget)
         for i in 0..<8 { idle.cache(digest(UInt64(100 + i), 0), key: bytes(String(format: "i%02d", i)), row: row("v")) }
-        #expect(idle.count == 8 && budget.used == 8 * cost)
+        // A slot counts its block's room as malloc reports it: a reused, larger chunk counts more.
+        #expect(idle.count == 8 && budget.used == idle.cleanBytes && budget.used >= 8 * cost)
         // The hot table grows to its fair share (5): the idle one, holding more, gives back.
         for i in 0..<6 { hot.cache(digest(UInt64(200 + i), 0), key: bytes(String(format: "h%02d", i)), row: row("v")) }
         #expect(budget.used <= budget.limit)
@@ -398,8 +399,9 @@ struct KeyTableTests {
         #expect(idle.count == 5)
         // Unapplied bytes count too, and push clean ones out.
         for i in 0..<4 { hot.write(digest(UInt64(300 + i), 0), key: bytes(String(format: "w%02d", i)), row: row("v")) }
-        #expect(budget.used <= budget.limit && hot.unappliedBytes == 4 * cost)
-        budget.limit = 4 * cost
-        #expect(idle.count + hot.count == 4 && hot.unappliedBytes == 4 * cost)
+        #expect(budget.used <= budget.limit && hot.unappliedBytes >= 4 * cost)
+        let unapplied = hot.unappliedBytes
+        budget.limit = unapplied
+        #expect(idle.count + hot.count == 4 && hot.unappliedBytes == unapplied)
     }
 }

@@ -56,8 +56,15 @@ struct EvictionWalk {
     /// (`CacheEngine.requeue`): at the end of the file it waits for a
     /// batch to land and starts over, rather than being done.
     var requeued = false
-    /// It is at the end of the file, waiting for that batch.
+    /// It waits for that batch: no victim may come after `requeueFloor`.
     var awaitingBatch = false
+    /// The earliest place, by their last writes, of the rows this pass asked to move.
+    var requeueFloor: EvictionOrderKey?
+    /// The batch carrying this pass's requests to move rows has landed (or failed).
+    var requeuesLanded = false
+    /// Where the walk stopped when a step's skip budget ran out (the next
+    /// row's place): every row it has not reached is at or after it.
+    var pausedAt: EvictionOrderKey?
     /// Entries the file walk put in the heap (an upper bound: counted
     /// again at each `compact`).
     var walkNoted = 0
@@ -78,7 +85,9 @@ struct EvictionWalk {
         fileChanged = false
         requeued = false
         awaitingBatch = false
-        walkNoted = 0
+        requeueFloor = nil
+        requeuesLanded = false
+        pausedAt = nil
         switch policy {
         case .fifo, .noeviction: phase = .age
         case .lru: phase = .recency
@@ -157,20 +166,50 @@ extension CacheEngine {
     }
 
     /// The next entry to evict, taken from whichever of the two walks has
-    /// the earlier one.
+    /// the earlier one; nil when there is none, when the file walk's step
+    /// ran out of skips before a row the heap's earliest may come after, or
+    /// while rows the walk asked to move wait for their batch.
     private func nextVictim() throws(SQLiteKVCache.Error) -> Victim? {
+        if eviction.awaitingBatch {
+            guard eviction.requeuesLanded else { return nil }
+            restartWalk()  // the moved rows are where they belong now
+        }
         let fromFile = try nextFileCandidate()
         let fromMemory = nextMemoryCandidate()
+        let order: EvictionOrderKey
+        let takeFile: Bool
         if let fromFile, fromMemory == nil || fromFile.order < fromMemory!.order {
+            (order, takeFile) = (fromFile.order, true)
+        } else if let fromMemory {
+            // Rows the walk has not reached may be earlier than anything past its pause.
+            if let paused = eviction.pausedAt, paused < fromMemory.order { return nil }
+            (order, takeFile) = (fromMemory.order, false)
+        } else {
+            return nil
+        }
+        if let floor = eviction.requeueFloor, floor < order {
+            // A row asked to move is earlier: it goes first, once its batch lands.
+            eviction.awaitingBatch = true
+            return nil
+        }
+        if takeFile {
             eviction.pageIndex += 1
-            return fromFile.victim
+            return fromFile!.victim
         }
-        if let fromMemory {
-            eviction.heap.pop()
-            return fromMemory.victim
-        }
-        return nil
+        eviction.heap.pop()
+        return fromMemory!.victim
     }
+
+    /// Walks the file again from the start, keeping the heap.
+    private func restartWalk() {
+        let heap = eviction.heap, noted = eviction.walkNoted
+        eviction.reset(for: policy)
+        eviction.heap = heap
+        eviction.walkNoted = noted
+    }
+
+    /// The batch carrying the walk's requests to move rows has completed.
+    func requeueBatchCompleted() { eviction.requeuesLanded = true }
 
     /// Asks the next batch to move a row of the file to its place in age
     /// order (its last write's), which the walk then meets again, once
@@ -180,6 +219,9 @@ extension CacheEngine {
     /// gets there, once, rather than every overwrite moving it.
     private func requeue(_ digest: KeyDigest, storageDate: Double, seq: Int64) {
         eviction.requeued = true
+        let order = eviction.phase == .recency ? EvictionOrderKey(rank: 0, primary: 0, seq: seq)
+            : EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: storageDate, seq: seq)
+        if eviction.requeueFloor.map({ order < $0 }) ?? true { eviction.requeueFloor = order }
         guard pendingRequeues.count < Self.requeueLimit else { return }  // the walk's next pass finds the rest
         pendingRequeues.append(EvictionRequeue(digest: digest, storageDate: storageDate, seq: seq))
     }
@@ -190,11 +232,20 @@ extension CacheEngine {
     /// Eviction is at the end of the file, waiting for a batch to move rows
     /// it passed to their place in age order: calling again before one
     /// lands finds nothing new.
-    public var evictionAwaitsBatch: Bool { eviction.awaitingBatch && !eviction.fileChanged }
+    public var evictionAwaitsBatch: Bool { eviction.awaitingBatch && !eviction.requeuesLanded }
 
     /// Eviction stopped at the end of the file for rows being moved in age
     /// order: once their batch has landed, evicting again goes on.
     var evictionResumesAfterBatch: Bool { eviction.awaitingBatch }
+
+    /// Where a row the file walk lists stands in the policy's order.
+    private func placeInWalk(_ row: CacheFile.ListedRow) -> EvictionOrderKey {
+        switch eviction.phase {
+        case .age: EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: row.storageDate, seq: row.seq)
+        case .recency: EvictionOrderKey(rank: 0, primary: 0, seq: row.seq)
+        case .expiry: EvictionOrderKey(rank: 0, primary: Double(row.expiresAt ?? .max), seq: row.seq)
+        }
+    }
 
     private func nextMemoryCandidate() -> (order: EvictionOrderKey, victim: Victim)? {
         while let top = eviction.heap.top {
@@ -208,7 +259,16 @@ extension CacheEngine {
 
     private func nextFileCandidate() throws(SQLiteKVCache.Error) -> (order: EvictionOrderKey, victim: Victim)? {
         guard !fileVoid else { return nil }
+        eviction.pausedAt = nil
         var skipped = 0
+        /// Ends the step, the budget spent: the next row (the page's, or the
+        /// position reached) is where the walk resumes.
+        func pause() -> (order: EvictionOrderKey, victim: Victim)? {
+            eviction.pausedAt = eviction.pageIndex < eviction.page.count
+                ? placeInWalk(eviction.page[eviction.pageIndex]) : nil
+            if eviction.pausedAt == nil, let last = eviction.page.last { eviction.pausedAt = placeInWalk(last) }
+            return nil
+        }
         while true {
             if eviction.pageIndex >= eviction.page.count {
                 guard !eviction.fileDone else { return nil }
@@ -219,17 +279,15 @@ extension CacheEngine {
                         eviction.position = nil
                         continue
                     }
-                    if eviction.fileChanged {
-                        // Rows applied behind the walk: once more from the start.
-                        let heap = eviction.heap
-                        eviction.reset(for: policy)
-                        eviction.heap = heap
-                        continue
-                    }
                     if eviction.requeued {
                         // Rows it passed are being moved to where they belong: met on the next pass.
                         eviction.awaitingBatch = true
                         return nil
+                    }
+                    if eviction.fileChanged {
+                        // Rows applied behind the walk: once more from the start.
+                        restartWalk()
+                        continue
                     }
                     eviction.fileDone = true
                     return nil
@@ -243,12 +301,7 @@ extension CacheEngine {
                 }
             }
             let row = eviction.page[eviction.pageIndex]
-            let order: EvictionOrderKey
-            switch eviction.phase {
-            case .age: order = EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: row.storageDate, seq: row.seq)
-            case .recency: order = EvictionOrderKey(rank: 0, primary: 0, seq: row.seq)
-            case .expiry: order = EvictionOrderKey(rank: 0, primary: Double(row.expiresAt ?? .max), seq: row.seq)
-            }
+            let order = placeInWalk(row)
             if let slot = table.slot(row.digest) {
                 // The table knows a state of this key: the row is the current
                 // one only if it has the same write order.
@@ -265,7 +318,7 @@ extension CacheEngine {
                     }
                     eviction.pageIndex += 1
                     skipped += 1
-                    if skipped >= EvictionWalk.skipBudget { return nil }  // go on in the next step
+                    if skipped >= EvictionWalk.skipBudget { return pause() }  // go on in the next step
                     continue
                 }
                 return (order, Victim(digest: row.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt))
@@ -277,7 +330,7 @@ extension CacheEngine {
             guard let details = try file.evictionDetails(row.digest) else {
                 eviction.pageIndex += 1
                 skipped += 1
-                if skipped >= EvictionWalk.skipBudget { return nil }
+                if skipped >= EvictionWalk.skipBudget { return pause() }
                 continue
             }
             if let written = details.written, written.seq != row.seq {
@@ -285,7 +338,7 @@ extension CacheEngine {
                 requeue(row.digest, storageDate: written.date, seq: written.seq)
                 eviction.pageIndex += 1
                 skipped += 1
-                if skipped >= EvictionWalk.skipBudget { return nil }
+                if skipped >= EvictionWalk.skipBudget { return pause() }
                 continue
             }
             // Kept in the page: the walk may offer this row again (when memory's candidate goes first).

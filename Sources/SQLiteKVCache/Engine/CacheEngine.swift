@@ -714,6 +714,8 @@ public final class CacheEngine {
 
     /// Rows eviction found out of their place in age order, for the next batch.
     var pendingRequeues: [EvictionRequeue] = []
+    /// The last batch that carried such rows, until it completes (0: none).
+    private var requeueBatchID: UInt64 = 0
 
     /// Changes the memory budget (the shared one, when the engine has one).
     public func setMemoryBudget(_ bytes: Int) { table.budget.limit = max(0, bytes) }
@@ -732,6 +734,7 @@ public final class CacheEngine {
         batch.createRecencyIndex = needsRecencyIndex
         batch.keepsAgeOrder = policy != .lru
         batch.requeues = pendingRequeues
+        if !pendingRequeues.isEmpty { requeueBatchID = id }
         batch.failuresSeen = lastFailedBatch
         needsRecencyIndex = false
         pendingRequeues = []
@@ -832,6 +835,10 @@ public final class CacheEngine {
         // and starts again only when it reaches the end.
         expiry.fileChanged(volatile: totals.volatile)
         eviction.fileChanged = true
+        if requeueBatchID != 0 && batch.id >= requeueBatchID {
+            requeueBatchID = 0
+            requeueBatchCompleted()
+        }
         if capacity > 0 { compactEvictionHeapIfNeeded() }
     }
 
