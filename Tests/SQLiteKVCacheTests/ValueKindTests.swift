@@ -109,10 +109,11 @@ struct ValueKindTests {
         #expect(RawDatabase(path: dir.file("old.sqlite")).scalar("PRAGMA user_version") == "\(CacheFile.schemaVersion)")
     }
 
-    @Test func aVersion2FileIsMigratedWithItsEntries() throws {
-        do {
-            let raw = RawDatabase(path: dir.file("two.sqlite"))
-            raw.execute("""
+    /// A file of an older schema version (2 or 3) holding "k" = "v".
+    func writeOldFile(_ name: String, version: Int) {
+        let statsColumns = version >= 3 ? ",\n    applied_lsn INTEGER NOT NULL DEFAULT 0, file_id INTEGER NOT NULL DEFAULT 0" : ""
+        let stats = version >= 3 ? "1, 1, 2, 2, 0, 0, 0, 77" : "1, 1, 2, 2, 0, 0"
+        RawDatabase(path: dir.file("\(name).sqlite")).execute("""
                 PRAGMA journal_mode=WAL;
                 CREATE TABLE entries(digest BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL, storage_date REAL NOT NULL,
                     seq INTEGER NOT NULL, expires_at INTEGER, key BLOB NOT NULL, metadata BLOB NOT NULL,
@@ -120,13 +121,16 @@ struct ValueKindTests {
                 CREATE INDEX entries_by_age ON entries(storage_date, seq);
                 CREATE INDEX entries_by_expiry ON entries(expires_at) WHERE expires_at IS NOT NULL;
                 CREATE TABLE stats(id INTEGER PRIMARY KEY CHECK (id = 1), entries INTEGER NOT NULL, bytes INTEGER NOT NULL,
-                    next_seq INTEGER NOT NULL, volatile INTEGER NOT NULL, expires_sum REAL NOT NULL);
-                INSERT INTO stats VALUES (1, 1, 2, 2, 0, 0);
+                    next_seq INTEGER NOT NULL, volatile INTEGER NOT NULL, expires_sum REAL NOT NULL\(statsColumns));
+                INSERT INTO stats VALUES (\(stats));
                 INSERT INTO entries VALUES (x'\(KeyHasher().digest(bytes("k")).bytes.map { String(format: "%02x", $0) }.joined())',
                     2, 1700000000, 1, NULL, x'6b', x'', x'76', 0);
-                PRAGMA user_version = 2;
+                PRAGMA user_version = \(version);
                 """)
-        }
+    }
+
+    @Test func aVersion2FileIsMigratedWithItsEntries() throws {
+        writeOldFile("two", version: 2)
         let c = SQLiteKVCache(handle: "two", directory: dir.path, diskCapacity: 0)
         #expect(try c.get(key: bytes("k"))?.value == bytes("v"))
         #expect(try c.count() == 1)
@@ -137,24 +141,7 @@ struct ValueKindTests {
     }
 
     @Test func aVersion3FileGainsTheWrittenColumnsWithItsEntries() throws {
-        do {
-            let raw = RawDatabase(path: dir.file("three.sqlite"))
-            raw.execute("""
-                PRAGMA journal_mode=WAL;
-                CREATE TABLE entries(digest BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL, storage_date REAL NOT NULL,
-                    seq INTEGER NOT NULL, expires_at INTEGER, key BLOB NOT NULL, metadata BLOB NOT NULL,
-                    value BLOB NOT NULL, kind INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
-                CREATE INDEX entries_by_age ON entries(storage_date, seq);
-                CREATE INDEX entries_by_expiry ON entries(expires_at) WHERE expires_at IS NOT NULL;
-                CREATE TABLE stats(id INTEGER PRIMARY KEY CHECK (id = 1), entries INTEGER NOT NULL, bytes INTEGER NOT NULL,
-                    next_seq INTEGER NOT NULL, volatile INTEGER NOT NULL, expires_sum REAL NOT NULL,
-                    applied_lsn INTEGER NOT NULL DEFAULT 0, file_id INTEGER NOT NULL DEFAULT 0);
-                INSERT INTO stats VALUES (1, 1, 2, 2, 0, 0, 0, 77);
-                INSERT INTO entries VALUES (x'\(KeyHasher().digest(bytes("k")).bytes.map { String(format: "%02x", $0) }.joined())',
-                    2, 1700000000, 1, NULL, x'6b', x'', x'76', 0);
-                PRAGMA user_version = 3;
-                """)
-        }
+        writeOldFile("three", version: 3)
         let c = SQLiteKVCache(handle: "three", directory: dir.path, diskCapacity: 0)
         #expect(try c.get(key: bytes("k"))?.value == bytes("v"))
         try c.put(key: bytes("k"), storageDate: Date(timeIntervalSince1970: 1_800_000_000), metadata: [], value: bytes("w"))
