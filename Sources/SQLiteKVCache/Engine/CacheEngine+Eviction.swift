@@ -53,8 +53,8 @@ struct EvictionWalk {
     /// file, it starts over once (rows applied behind it).
     var fileChanged = false
     /// The walk asked for rows to be moved to their place in age order
-    /// (`CacheEngine.requeue`): at the end of the file it waits for a
-    /// batch to land and starts over, rather than being done.
+    /// (`CacheEngine.requeue`): at the end of the file it waits for their
+    /// batch and starts over, rather than being done.
     var requeued = false
     /// It waits for that batch: no victim may come after `requeueFloor`.
     var awaitingBatch = false
@@ -212,11 +212,11 @@ extension CacheEngine {
     func requeueBatchCompleted() { eviction.requeuesLanded = true }
 
     /// Asks the next batch to move a row of the file to its place in age
-    /// order (its last write's), which the walk then meets again, once
-    /// applied, where it belongs (if it is still ahead; if not, the walk's
-    /// next pass does). Overwrites leave a row's place in the age index
-    /// behind (`CacheBatch.keepsAgeOrder`): eviction puts it right when it
-    /// gets there, once, rather than every overwrite moving it.
+    /// order (its last write's), and holds back every victim after that
+    /// place until the batch completes; the walk then starts over and
+    /// meets the row where it belongs. Overwrites leave a row's place in
+    /// the age index behind (`CacheBatch.keepsAgeOrder`): eviction puts it
+    /// right when it gets there, once, rather than every overwrite moving it.
     private func requeue(_ digest: KeyDigest, storageDate: Double, seq: Int64) {
         eviction.requeued = true
         let order = eviction.phase == .recency ? EvictionOrderKey(rank: 0, primary: 0, seq: seq)
@@ -229,13 +229,13 @@ extension CacheEngine {
     /// The most rows one batch moves in age order (40 bytes each until the seal).
     static let requeueLimit = 1 << 18
 
-    /// Eviction is at the end of the file, waiting for a batch to move rows
-    /// it passed to their place in age order: calling again before one
-    /// lands finds nothing new.
+    /// Eviction waits for the batch that moves rows it passed to their place
+    /// in age order (the next victim would come after one of them):
+    /// calling again before that batch completes finds nothing.
     public var evictionAwaitsBatch: Bool { eviction.awaitingBatch && !eviction.requeuesLanded }
 
-    /// Eviction stopped at the end of the file for rows being moved in age
-    /// order: once their batch has landed, evicting again goes on.
+    /// Eviction stopped for rows being moved in age order: once their
+    /// batch has completed, evicting again goes on.
     var evictionResumesAfterBatch: Bool { eviction.awaitingBatch }
 
     /// Where a row the file walk lists stands in the policy's order.
