@@ -298,9 +298,8 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// Evicts up to `limit` entries toward capacity (after a capacity cut).
     /// - Returns: true when the cache is within capacity.
     public func evict(limit: Int) throws(Error) -> Bool {
-        let within = try changing { engine throws(Error) in try engine.evict(limit: limit) }
-        if within { return true }
-        return try withStore { store in !store.engine.overCapacity }
+        _ = try changing { engine throws(Error) in try engine.evict(limit: limit) }
+        return try withinCapacity()
     }
 
     /// One step of a scan of the live keys: start at cursor 0, continue with
@@ -377,9 +376,14 @@ public final class SQLiteKVCache: @unchecked Sendable {
     /// - Returns: true when the cache is within the new capacity.
     @discardableResult
     public func setCapacity(_ capacity: Int, batchLimit: Int = .max) throws(Error) -> Bool {
-        let within = try changing { engine throws(Error) in try engine.setCapacity(capacity, batchLimit: batchLimit) }
-        if within { return true }
-        return try withStore { store in !store.engine.overCapacity }  // evicting went on at the settle
+        _ = try changing { engine throws(Error) in try engine.setCapacity(capacity, batchLimit: batchLimit) }
+        return try withinCapacity()
+    }
+
+    /// Whether the cache is within its capacity, after the settle (which
+    /// may have gone on evicting once a batch moved rows in age order).
+    private func withinCapacity() throws(Error) -> Bool {
+        try withStore { store in !store.engine.overCapacity }
     }
 
     /// The eviction policy in force.

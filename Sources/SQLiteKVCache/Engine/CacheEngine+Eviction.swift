@@ -52,13 +52,12 @@ struct EvictionWalk {
     /// A batch reached the file since the walk started: at the end of the
     /// file, it starts over once (rows applied behind it).
     var fileChanged = false
-    /// The walk asked for rows to be moved to their place in age order
-    /// (`CacheEngine.requeue`): at the end of the file it waits for their
-    /// batch and starts over, rather than being done.
-    var requeued = false
     /// It waits for that batch: no victim may come after `requeueFloor`.
     var awaitingBatch = false
-    /// The earliest place, by their last writes, of the rows this pass asked to move.
+    /// The earliest place, by their last writes, of the rows this pass
+    /// asked to move (`CacheEngine.requeue`); nil when it asked for none.
+    /// At the end of the file the walk then waits for their batch and
+    /// starts over, rather than being done.
     var requeueFloor: EvictionOrderKey?
     /// The batch carrying this pass's requests to move rows has landed (or failed).
     var requeuesLanded = false
@@ -83,7 +82,6 @@ struct EvictionWalk {
         position = nil
         fileDone = false
         fileChanged = false
-        requeued = false
         awaitingBatch = false
         requeueFloor = nil
         requeuesLanded = false
@@ -218,9 +216,7 @@ extension CacheEngine {
     /// the age index behind (`CacheBatch.keepsAgeOrder`): eviction puts it
     /// right when it gets there, once, rather than every overwrite moving it.
     private func requeue(_ digest: KeyDigest, storageDate: Double, seq: Int64) {
-        eviction.requeued = true
-        let order = eviction.phase == .recency ? EvictionOrderKey(rank: 0, primary: 0, seq: seq)
-            : EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: storageDate, seq: seq)
+        let order = placeInWalk(storageDate: storageDate, seq: seq, expiresAt: nil)
         if eviction.requeueFloor.map({ order < $0 }) ?? true { eviction.requeueFloor = order }
         guard pendingRequeues.count < Self.requeueLimit else { return }  // the walk's next pass finds the rest
         pendingRequeues.append(EvictionRequeue(digest: digest, storageDate: storageDate, seq: seq))
@@ -240,10 +236,14 @@ extension CacheEngine {
 
     /// Where a row the file walk lists stands in the policy's order.
     private func placeInWalk(_ row: CacheFile.ListedRow) -> EvictionOrderKey {
+        placeInWalk(storageDate: row.storageDate, seq: row.seq, expiresAt: row.expiresAt)
+    }
+
+    private func placeInWalk(storageDate: Double, seq: Int64, expiresAt: Int64?) -> EvictionOrderKey {
         switch eviction.phase {
-        case .age: EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: row.storageDate, seq: row.seq)
-        case .recency: EvictionOrderKey(rank: 0, primary: 0, seq: row.seq)
-        case .expiry: EvictionOrderKey(rank: 0, primary: Double(row.expiresAt ?? .max), seq: row.seq)
+        case .age: EvictionOrderKey(rank: policy == .volatileTTL ? 1 : 0, primary: storageDate, seq: seq)
+        case .recency: EvictionOrderKey(rank: 0, primary: 0, seq: seq)
+        case .expiry: EvictionOrderKey(rank: 0, primary: Double(expiresAt ?? .max), seq: seq)
         }
     }
 
@@ -264,9 +264,8 @@ extension CacheEngine {
         /// Ends the step, the budget spent: the next row (the page's, or the
         /// position reached) is where the walk resumes.
         func pause() -> (order: EvictionOrderKey, victim: Victim)? {
-            eviction.pausedAt = eviction.pageIndex < eviction.page.count
-                ? placeInWalk(eviction.page[eviction.pageIndex]) : nil
-            if eviction.pausedAt == nil, let last = eviction.page.last { eviction.pausedAt = placeInWalk(last) }
+            let next = eviction.pageIndex < eviction.page.count ? eviction.page[eviction.pageIndex] : eviction.page.last
+            eviction.pausedAt = next.map(placeInWalk)
             return nil
         }
         while true {
@@ -279,7 +278,7 @@ extension CacheEngine {
                         eviction.position = nil
                         continue
                     }
-                    if eviction.requeued {
+                    if eviction.requeueFloor != nil {
                         // Rows it passed are being moved to where they belong: met on the next pass.
                         eviction.awaitingBatch = true
                         return nil

@@ -252,21 +252,18 @@ extension CacheFile {
             // keeps the row's place when that is not later than the write
             // (the WHERE; otherwise nothing changes, and the full upsert
             // below moves it), so the age index is not touched.
-            let keep = try writer.statement("""
+            let upsertRow = """
                 INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, written_date = excluded.storage_date,
-                    written_seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
-                    metadata = excluded.metadata, value = excluded.value, kind = excluded.kind
+                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, expires_at = excluded.expires_at,
+                    key = excluded.key, metadata = excluded.metadata, value = excluded.value, kind = excluded.kind
+                """
+            let keep = try writer.statement(upsertRow + """
+                , written_date = excluded.storage_date, written_seq = excluded.seq
                 WHERE storage_date <= excluded.storage_date
                 """)
-            let move = try writer.statement("""
-                INSERT INTO entries(size, storage_date, seq, expires_at, key, metadata, value, kind, digest)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(digest) DO UPDATE SET size = excluded.size, storage_date = excluded.storage_date,
-                    seq = excluded.seq, expires_at = excluded.expires_at, key = excluded.key,
-                    metadata = excluded.metadata, value = excluded.value, kind = excluded.kind,
-                    written_date = NULL, written_seq = NULL
+            let move = try writer.statement(upsertRow + """
+                , storage_date = excluded.storage_date, seq = excluded.seq, written_date = NULL, written_seq = NULL
                 """)
             let delete = try writer.statement("DELETE FROM entries WHERE digest = ?")
             let touch = try writer.statement("""
