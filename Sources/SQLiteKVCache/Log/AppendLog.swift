@@ -469,7 +469,7 @@ public final class AppendLog {
     /// cache files hold them durably).
     public func retire(upTo lsn: UInt64) {
         while let oldest = closed.first, oldest.lastLSN <= lsn || oldest.lastLSN < oldest.firstLSN {
-            unlink(oldest.path)
+            syncer.unlinkLater(oldest.path)
             closed.removeFirst()
         }
     }
