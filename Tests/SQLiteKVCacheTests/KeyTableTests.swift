@@ -153,7 +153,7 @@ struct KeyTableTests {
         table.write(e, key: bytes("kk"), row: nil)  // a delete: key and bookkeeping only
         #expect(table.unappliedBytes == kept + deleted)
         var writes = table.seal(1)
-        #expect(writes.count == 2 && table.changed.isEmpty)
+        #expect(writes.count == 2 && !table.hasChanges)
         // In flight: still unapplied, never dropped by the clock; the
         // batch's copy of the put's bytes counts against the budget too.
         #expect(table.unappliedBytes == kept + deleted)
@@ -204,7 +204,7 @@ struct KeyTableTests {
         table.write(d, key: bytes("k"), row: row("v"))
         let writes = table.seal(1)
         table.complete(1, writes, failed: true)
-        #expect(table.changed.count == 1 && table.slot(d)?.change == .row)
+        #expect(table.unsealedCount == 1 && table.slot(d)?.change == .row)
     }
 
     @Test func theClockKeepsWhatWasReadAndStaysWithinBudget() {

@@ -466,6 +466,76 @@ struct WriterTests {
         let reopened = try engine()
         #expect(try reopened.get(bytes("l"))?.row.value.bytes == bytes("ab"))
     }
+
+    /// A seal in parts (`sealPart`, a part per iteration of the server's
+    /// loop) gives the batch every key's state at the seal: keys changed
+    /// after their part are taken again and only their last state is
+    /// written; a touch after a part writes the row whole.
+    @Test(arguments: [EvictionPolicy.fifo, .lru])
+    func aBatchSealedInPartsHoldsEachKeysLastState(policy: EvictionPolicy) throws {
+        var configuration = SQLiteKVCache.Configuration(diskCapacity: 0, evictionPolicy: policy, memoryTierBytes: 1 << 20)
+        configuration.durableCommits = true
+        let e = try CacheEngine.open(handle: "parts", directory: dir.path, configuration: configuration)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<100 { try e.put(entry("k\(i)", "old\(i)")) }
+        let list = TestList(["a"])
+        try e.put(StoredEntry(key: bytes("l"), row: Row(storageDate: 0, expiresAt: nil, kind: .list, metadata: [],
+                                                        value: .live(list))))
+        #expect(e.unsealedCount == 101)
+        #expect(e.sealPart(limit: 60) == 60)
+        #expect(e.sealInProgress && e.unsealedCount == 41 && e.changedCount == 41)
+        #expect(e.sealPart(limit: 60) == 41)
+        #expect(e.unsealedCount == 0 && e.sealPart(limit: 60) == 0)
+        #expect(list.isFrozen, "a part holds the live value as it was")
+        // After their parts: overwrites, a delete, a new key, a changed list, and reads (LRU touches).
+        for i in 0..<10 { try e.put(entry("k\(i)", "new\(i)")) }
+        #expect(try e.delete(bytes("k10")))
+        try e.put(entry("fresh", "f"))
+        let changing = try #require(try e.liveValueForChange(bytes("l")) as? TestList)
+        #expect(changing !== list)
+        let before = changing.encodedSize
+        changing.items.append("b")
+        try e.liveValueChanged(bytes("l"), oldEncodedSize: before, storageDate: 1)
+        for i in 50..<60 { _ = try e.get(bytes("k\(i)")) }
+        #expect(e.unsealedCount == (policy == .lru ? 23 : 13))
+        // Reads answer the current state meanwhile.
+        #expect(try value(e, "k3") == "new3" && value(e, "k10") == nil && value(e, "k40") == "old40")
+        flush(e, writer, lsn: 7)
+        #expect(!e.sealInProgress && e.unsealedCount == 0 && e.batchesInFlight == 0)
+        #expect(!changing.isFrozen, "the value the batch wrote is the slot's again, free to change")
+        #expect(e.count == 101 && e.contentBytes == e.statistics().contentBytes)
+        let expectedBytes = e.contentBytes
+        e.close()
+        let reopened = try engine("parts", tier: 0)
+        #expect(reopened.count == 101 && reopened.contentBytes == expectedBytes)
+        for i in 0..<100 where i != 10 {
+            #expect(try value(reopened, "k\(i)") == (i < 10 ? "new\(i)" : "old\(i)"))
+        }
+        #expect(try value(reopened, "k10") == nil && value(reopened, "fresh") == "f")
+        #expect(try reopened.get(bytes("l"))?.row.value.bytes == bytes("ab"))
+        #expect(RawDatabase(path: reopened.path).scalar("SELECT count(*) FROM entries") == "101")
+    }
+
+    /// A clear after parts were taken drops what they took: the batch
+    /// clears the file and writes only what came after.
+    @Test func aClearDropsWhatPartsTook() throws {
+        let e = try engine("cleared")
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        for i in 0..<20 { try e.put(entry("a\(i)", "1")) }
+        flush(e, writer, lsn: 1)
+        for i in 0..<20 { try e.put(entry("b\(i)", "2")) }
+        #expect(e.sealPart(limit: 15) == 15)
+        e.clear()
+        #expect(!e.sealInProgress)
+        try e.put(entry("c", "3"))
+        flush(e, writer, lsn: 2)
+        e.close()
+        let reopened = try engine("cleared", tier: 0)
+        #expect(try reopened.count == 1 && value(reopened, "c") == "3")
+        #expect(try value(reopened, "b1") == nil && value(reopened, "a1") == nil)
+    }
 }
 
 /// A stand-in for a server's list: its bytes are its items, joined.

@@ -55,6 +55,10 @@ public final class CacheEngine {
     /// while others are in flight (each carries every change since the one
     /// before it), and they complete in order.
     private var inFlightBatches: [CacheBatch] = []
+    /// The next batch while parts of it are taken ahead of its seal
+    /// (`sealPart`; 0: none), and what they took.
+    private var openBatchID: UInt64 = 0
+    private var openWrites = SealedWrites()
     /// The oldest batch the writer holds.
     public var inFlight: CacheBatch? { inFlightBatches.first }
     /// How many batches the writer holds.
@@ -182,7 +186,7 @@ public final class CacheEngine {
     /// Bytes of changes not yet in the file (the memtable).
     public var unappliedBytes: Int { table.unappliedBytes }
     /// Keys changed since the last seal (and rows eviction asked to move).
-    public var changedCount: Int { table.changed.count + pendingRequeues.count }
+    public var changedCount: Int { table.unsealedCount + pendingRequeues.count }
 
     // MARK: Reading
 
@@ -591,6 +595,7 @@ public final class CacheEngine {
     public func clear() {
         takingBack.removeAll()  // their slots go too
         table.removeAll()
+        dropOpenBatch()
         totals = Totals(nextSeq: totals.nextSeq)
         fileVoid = true
         // Once the clear reaches the file it holds only what is written from now on.
@@ -726,11 +731,14 @@ public final class CacheEngine {
     /// position `lsn`, or returns nil when nothing changed.
     public func seal(lsn: UInt64) -> CacheBatch? {
         buildFileKeysIfWanted()
-        guard !table.changed.isEmpty || clearPending || needsRecencyIndex || !pendingRequeues.isEmpty else { return nil }
-        let id = nextBatchID
-        // A slot keeps an id's low 32 bits, 0 meaning none.
-        nextBatchID += nextBatchID & 0xFFFF_FFFF == 0xFFFF_FFFF ? 2 : 1
-        let batch = CacheBatch(file: file, id: id, lsn: lsn, clear: clearPending, writes: table.seal(id), totals: totals)
+        guard table.hasChanges || clearPending || needsRecencyIndex || !pendingRequeues.isEmpty || openBatchID != 0
+        else { return nil }
+        let id = openBatchID != 0 ? openBatchID : takeBatchID()
+        var writes = openWrites
+        openBatchID = 0
+        openWrites = SealedWrites()
+        table.seal(id, into: &writes)
+        let batch = CacheBatch(file: file, id: id, lsn: lsn, clear: clearPending, writes: writes, totals: totals)
         batch.createRecencyIndex = needsRecencyIndex
         batch.keepsAgeOrder = policy != .lru
         batch.requeues = pendingRequeues
@@ -744,6 +752,40 @@ public final class CacheEngine {
         }
         inFlightBatches.append(batch)
         return batch
+    }
+
+    /// Hands up to `limit` changed keys to the next batch ahead of its
+    /// seal (a part per iteration of the owner's loop: `seal` then copies
+    /// only what is left and what changed since).
+    /// - Returns: how many keys it took.
+    @discardableResult
+    public func sealPart(limit: Int) -> Int {
+        // Not over a replay's blind writes: the totals wait for the writer's
+        // corrections of those in flight, and must know which are.
+        guard table.unsealedCount > 0, table.assumedNewCount == 0 else { return 0 }
+        if openBatchID == 0 { openBatchID = takeBatchID() }
+        return table.sealPart(openBatchID, into: &openWrites, limit: limit)
+    }
+
+    /// Changed keys no part has taken yet.
+    public var unsealedCount: Int { table.unsealedCount }
+
+    /// Whether parts of the next batch were taken (`sealPart`) and it is not sealed yet.
+    public var sealInProgress: Bool { openBatchID != 0 }
+
+    /// The id of a new batch.
+    private func takeBatchID() -> UInt64 {
+        let id = nextBatchID
+        // A slot keeps an id's low 32 bits, 0 meaning none.
+        nextBatchID += nextBatchID & 0xFFFF_FFFF == 0xFFFF_FFFF ? 2 : 1
+        return id
+    }
+
+    /// Drops what parts of the next batch took (its slots are gone: a clear).
+    private func dropOpenBatch() {
+        table.release(&openWrites)
+        openWrites = SealedWrites()
+        openBatchID = 0
     }
 
     /// What to do with a batch that could not be applied.
@@ -812,6 +854,7 @@ public final class CacheEngine {
                 }
             case .rollBack:
                 table.removeAll()
+                dropOpenBatch()
                 totals = (try? file.reloadState().totals) ?? totals
                 // The file keeps what a clear since may have reset the filter of.
                 fileKeys.invalidate()

@@ -101,9 +101,23 @@ struct SealedWrites: RandomAccessCollection {
         byteCount = 0
     }
 
+    /// Whether a key may have more than one write (a batch sealed in
+    /// parts took a slot changed again after its part): the last is its state.
+    var mayRepeat = false
+
     /// Orders the writes by digest (the file applies them so: neighbouring
-    /// keys share B-tree pages).
-    mutating func sortByDigest() { list.sort { $0.digest < $1.digest } }
+    /// keys share B-tree pages), keeping only the last write of a key.
+    mutating func sortByDigest() {
+        guard mayRepeat else { return list.sort { $0.digest < $1.digest } }
+        let order = list.indices.sorted { list[$0].digest != list[$1].digest ? list[$0].digest < list[$1].digest : $0 < $1 }
+        var kept: [BatchWrite] = []
+        kept.reserveCapacity(order.count)
+        for (n, i) in order.enumerated() where n + 1 == order.count || list[order[n + 1]].digest != list[i].digest {
+            kept.append(list[i])
+        }
+        list = kept
+        mayRepeat = false
+    }
 
     /// Calls `body` with a put's key, metadata and value bytes (the value
     /// is empty for a live value).
