@@ -194,6 +194,61 @@ struct SlotIndexTests {
         #expect(index.count == 0 && index[hasher.digest(bytes("k1"))] == nil)
     }
 
+    /// A resize moves a few runs per change: meanwhile every way in (by
+    /// digest, by slot, by bucket, random picks, passes) sees each slot
+    /// once, through growth and shrinking alike.
+    @Test func aResizeAPartAtATimeLosesNothing() {
+        var index = SlotIndex()
+        index.resizeAtOnceBelow = 64
+        var model: [KeyDigest: KeySlot] = [:]
+        var random = FastRandom(seed: 11)
+        var sawResizing = 0
+        let keys = (0..<12_000).map { bytes("m\($0)") }
+        let digests = keys.map { hasher.digest($0) }
+        for step in 0..<120_000 {
+            // Grow to ~12,000 keys, shrink to ~300, grow again.
+            let phase = step / 40_000
+            let k = Int(random.next() % 12_000)
+            let key = keys[k], digest = digests[k]
+            let insert = phase == 1 ? random.next() % 8 == 0 : random.next() % 4 != 0
+            if insert {
+                let slot = KeySlot.make(digest: digest, key: key, row: nil)
+                index[digest] = slot
+                model[digest] = slot
+            } else if let slot = model[digest] {
+                switch random.next() % 3 {
+                case 0: index[digest] = nil
+                case 1: index.remove(slot)
+                default:
+                    var i = 0
+                    while index.slot(atBucket: i) !== slot { i += 1 }
+                    index.remove(atBucket: i)
+                }
+                model[digest] = nil
+            }
+            if index.resizing {
+                sawResizing += 1
+                for _ in 0..<8 {
+                    let d = digests[Int(random.next() % 12_000)]
+                    #expect(index[d] === model[d])
+                }
+            }
+            if step % 997 == 0 || (index.resizing && step % 101 == 0) {
+                #expect(index.count == model.count)
+                for (digest, slot) in model { #expect(index[digest] === slot) }
+                #expect(contents(index) == Set(model.values.map(ObjectIdentifier.init)))
+                if let picked = index.randomSlot(using: &random) { #expect(model[picked.digest()] === picked) }
+                var byBucket = 0
+                for i in 0..<index.capacity where index.slot(atBucket: i) != nil { byBucket += 1 }
+                #expect(byBucket == model.count)
+            }
+        }
+        #expect(sawResizing > 1_000, "the resizes went a part at a time")
+        index.finishResize()
+        #expect(!index.resizing && index.count == model.count)
+        for (digest, slot) in model { #expect(index[digest] === slot) }
+    }
+
     @Test func aFullIndexShiftsRunsBackPastFifteenBucketsFromHome() {
         // At 3/4 load some runs are longer than the 4 bits a bucket keeps
         // for its distance from home: removals then take the home from the digest.

@@ -197,6 +197,8 @@ final class KeyTable {
 
     /// The slot for `digest`, counted as a hit or a miss, marked recently used.
     func lookup(_ digest: KeyDigest) -> KeySlot? {
+        // Reads move a resize on too: lookups meanwhile look in two tables.
+        if slots.resizing { slots.continueResize() }
         guard let slot = slots[digest] else {
             misses += 1
             return nil
