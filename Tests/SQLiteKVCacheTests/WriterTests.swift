@@ -517,6 +517,43 @@ struct WriterTests {
         #expect(RawDatabase(path: reopened.path).scalar("SELECT count(*) FROM entries") == "101")
     }
 
+    /// Under LRU a read is a touch: a part that took only a key's touch
+    /// never stands for its row when a batch fails. The failed batch's
+    /// retry writes the key's last row, and a row of an earlier failed
+    /// batch goes again even when a later batch holds the key's touch.
+    @Test func aFailedBatchSealedInPartsRetriesEachKeysRow() throws {
+        var configuration = SQLiteKVCache.Configuration(diskCapacity: 0, evictionPolicy: .lru, memoryTierBytes: 1 << 20)
+        configuration.durableCommits = true
+        let e = try CacheEngine.open(handle: "lru-parts", directory: dir.path, configuration: configuration)
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        try e.put(entry("k", "v1"))
+        flush(e, writer, lsn: 1)
+        // Failed after parts: the touch the part took, then the overwrite.
+        _ = try e.get(bytes("k"))
+        #expect(e.sealPart(limit: 10) == 1)
+        try e.put(entry("k", "v2"))
+        let failed = try #require(e.seal(lsn: 2))
+        #expect(failed.count == 2)
+        failed.error = .writeFailed(sqliteCode: 13)
+        e.complete(failed, onFailure: .retry)
+        flush(e, writer, lsn: 3)
+        // Failed while a later batch's part holds the key's touch.
+        try e.put(entry("j", "w1"))
+        let earlier = try #require(e.seal(lsn: 4))
+        _ = try e.get(bytes("j"))
+        #expect(e.sealPart(limit: 10) == 1)
+        earlier.error = .writeFailed(sqliteCode: 13)
+        e.complete(earlier, onFailure: .retry)
+        flush(e, writer, lsn: 5)
+        #expect(e.lastFailure == nil && e.appliedLSN == 5)
+        e.close()
+        var reopened = SQLiteKVCache.Configuration(diskCapacity: 0, evictionPolicy: .lru, memoryTierBytes: 0)
+        reopened.durableCommits = true
+        let again = try CacheEngine.open(handle: "lru-parts", directory: dir.path, configuration: reopened)
+        #expect(try value(again, "k") == "v2" && value(again, "j") == "w1")
+    }
+
     /// A clear after parts were taken drops what they took: the batch
     /// clears the file and writes only what came after.
     @Test func aClearDropsWhatPartsTook() throws {

@@ -475,7 +475,10 @@ final class Persistence {
     /// loop for 100 ms, every client waiting).
     private func sealInParts(now: Int64) {
         let engines = server.registry.open.values.compactMap(\.engine)
-        if engines.reduce(0, { $0 + $1.unsealedCount }) > Self.sealAtOnceKeys && sealParts < Self.maxSealParts {
+        // Bounded as one seal is: by parts, and by the bytes they copied
+        // (keys changed again after their part are copied again).
+        if engines.reduce(0, { $0 + $1.unsealedCount }) > Self.sealAtOnceKeys && sealParts < Self.maxSealParts
+            && engines.reduce(0, { $0 + $1.openBatchBytes }) < Self.sealBytes {
             let started = Server.monotonicMicroseconds()
             var left = Self.sealPartKeys
             for engine in engines where left > 0 && engine.unsealedCount > 0 {
@@ -489,6 +492,7 @@ final class Persistence {
             }
             if left < Self.sealPartKeys {
                 sealParts += 1
+                server.backgroundWorkPending = true  // the next part without waiting for a client
                 return  // the rest in the next iterations
             }
         }

@@ -772,6 +772,8 @@ public final class CacheEngine {
 
     /// Whether parts of the next batch were taken (`sealPart`) and it is not sealed yet.
     public var sealInProgress: Bool { openBatchID != 0 }
+    /// Bytes the parts of the next batch copied.
+    public var openBatchBytes: Int { openWrites.byteCount }
 
     /// The id of a new batch.
     private func takeBatchID() -> UInt64 {
@@ -841,6 +843,9 @@ public final class CacheEngine {
         // Its copy of the bytes too: handing its slots back needs only their digests.
         table.release(&batch.writes)
         if let error = batch.error {
+            // A batch sealed in parts that failed before the writer sorted
+            // it may hold a key twice: its last write is the one to retry.
+            if batch.writes.mayRepeat { batch.writes.sortByDigest() }
             finishTakingBack()
             lastFailure = error
             lastFailedBatch = max(lastFailedBatch, batch.id)

@@ -479,7 +479,13 @@ final class KeyTable {
             // their buckets and then the slots are asked for ahead.
             if w + 16 < range.upperBound { slots.prefetchBucket(writes[w + 16].digest) }
             if w + 8 < range.upperBound { slots.prefetchSlot(writes[w + 8].digest) }
-            guard let slot = slots[writes[w].digest], slot.isInFlight(in: id) else { continue }
+            guard let slot = slots[writes[w].digest] else { continue }
+            guard slot.isInFlight(in: id) else {
+                // A later batch holds the slot, maybe only its order (an
+                // LRU touch): the row this failed one wrote goes again, whole.
+                if failed && slot.inFlight != 0 && !writes[w].op.isTouch { noteChange(slot, .row) }
+                continue
+            }
             detach(slot)
             slot.inFlight = 0
             if let value = writes[w].live, let current = slot.live, current === value {

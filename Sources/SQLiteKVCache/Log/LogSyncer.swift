@@ -142,7 +142,6 @@ public final class LogSyncer: @unchecked Sendable {
                 }
             }
             let seconds = Date().timeIntervalSince(started)
-            for path in doomed { unlink(path) }
             condition.withLock {
                 if failure == nil { synced = max(synced, upTo) }
                 lastError = failure
@@ -154,6 +153,8 @@ public final class LogSyncer: @unchecked Sendable {
                 }
             }
             if !work.isEmpty { onSynced() }
+            // After the replies the fsync releases.
+            for path in doomed { unlink(path) }
         }
     }
 
