@@ -238,6 +238,12 @@ struct SlotIndexTests {
                 for (digest, slot) in model { #expect(index[digest] === slot) }
                 #expect(contents(index) == Set(model.values.map(ObjectIdentifier.init)))
                 if let picked = index.randomSlot(using: &random) { #expect(model[picked.digest()] === picked) }
+                if index.resizing && model.count >= 2_000 {
+                    // Random picks spread over the slots, not onto the run after the moved buckets.
+                    var picked = Set<ObjectIdentifier>()
+                    for _ in 0..<200 { index.randomSlot(using: &random).map { picked.insert(ObjectIdentifier($0)) } }
+                    #expect(picked.count >= 150, "\(picked.count) distinct of 200 picks over \(model.count) slots")
+                }
                 var byBucket = 0
                 for i in 0..<index.capacity where index.slot(atBucket: i) != nil { byBucket += 1 }
                 #expect(byBucket == model.count)
@@ -247,6 +253,12 @@ struct SlotIndexTests {
         index.finishResize()
         #expect(!index.resizing && index.count == model.count)
         for (digest, slot) in model { #expect(index[digest] === slot) }
+        // Every slot let go once: none kept alive by a moved bucket.
+        let held = model.values.map { WeakSlot(slot: $0) }
+        model = [:]
+        #expect(held.allSatisfy { $0.slot != nil })
+        index.removeAll()
+        #expect(held.allSatisfy { $0.slot == nil })
     }
 
     @Test func aFullIndexShiftsRunsBackPastFifteenBucketsFromHome() {

@@ -390,10 +390,28 @@ struct SlotIndex: ~Copyable {
 
     /// The slot of the first occupied bucket at or after a random one, or
     /// nil when empty (past 16 buckets the index is at least 1/8 full, so
-    /// a few probes find one; while resizing, either table may be the
-    /// emptier, and the search goes on into the other).
+    /// a few probes find one).
     func randomSlot(using random: inout FastRandom) -> KeySlot? {
         guard count > 0 else { return nil }
+        if let old {
+            // While resizing: draws over the new table and the old one's
+            // buckets not yet moved, a few buckets' walk each (the moved
+            // ones are one long empty stretch: a walk across it would take
+            // long and land on its end's slot far too often).
+            let unmoved = old.capacity - moved, first = moveStart + moved
+            for _ in 0..<64 {
+                let r = Int(truncatingIfNeeded: random.next() & UInt64(Int.max)) % (table.capacity + unmoved)
+                for k in 0..<8 {
+                    if r < table.capacity {
+                        let b = table.buckets[(r + k) & table.mask]
+                        if b != 0 { return Self.slot(b) }
+                    } else if r - table.capacity + k < unmoved {
+                        let b = old.buckets[(first + r - table.capacity + k) & old.mask]
+                        if b != 0 { return Self.slot(b) }
+                    }
+                }
+            }
+        }
         let all = capacity
         var i = Int(truncatingIfNeeded: random.next() & UInt64(Int.max)) % all
         while bucket(at: i) == 0 { i = i + 1 == all ? 0 : i + 1 }
