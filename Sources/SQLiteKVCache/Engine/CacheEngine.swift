@@ -778,8 +778,8 @@ public final class CacheEngine {
     /// The id of a new batch.
     private func takeBatchID() -> UInt64 {
         let id = nextBatchID
-        // A slot keeps an id's low 32 bits, 0 meaning none.
-        nextBatchID += nextBatchID & 0xFFFF_FFFF == 0xFFFF_FFFF ? 2 : 1
+        // A slot keeps an id's low 16 bits, 0 meaning none.
+        nextBatchID += nextBatchID & 0xFFFF == 0xFFFF ? 2 : 1
         return id
     }
 

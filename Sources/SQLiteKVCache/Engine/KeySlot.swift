@@ -14,34 +14,34 @@ enum SlotChange: UInt8 {
 }
 
 /// The fixed part of a `KeySlot`: its state and bookkeeping, followed in
-/// the same heap block by its bytes (the key, the metadata, then the value).
+/// the same heap block by its bytes: the key (after its length, for a key
+/// of 32,767 bytes or more), the metadata (after its length, when there is
+/// any), then the value.
 ///
 /// Widest fields first, then the 32- and 16-bit ones, the one-byte fields
-/// and the flags last: 84 bytes, so with the object's header a 16-byte key
-/// and a 100-byte value fill a 224-byte heap chunk (Redis's 1M-key fill;
-/// 240 bytes with a 64-bit LRU clock, a stored cost and room; 288 with
-/// the whole digest, 64-bit lengths and a byte per flag).
+/// and the flags last: 68 bytes, so with the object's header a 16-byte key
+/// and a 100-byte value fill a 208-byte heap chunk (Redis's 1M-key fill;
+/// 224 bytes with a pointer each for the live value and the spilled
+/// bytes and 32-bit key and metadata lengths; 240 with a 64-bit LRU clock,
+/// a stored cost and room; 288 with the whole digest, 64-bit lengths and a
+/// byte per flag).
 struct SlotFields {
     /// The first two words of the key's digest (SHA-256 of the key): the
     /// index tells slots apart by these 128 bits, and the unapplied index
     /// files a slot by `w0`'s top bits. The whole digest is computed from
     /// the key when needed (`KeySlot.digest()`).
     let w0: UInt64, w1: UInt64
-    /// The value in its working form (a list, a hash, …), when it has one:
-    /// the bytes then hold no value. An `AnyObject`, not a `LiveValue`
-    /// existential (16 bytes): `live` casts it.
-    var liveObject: AnyObject?
-    /// The bytes, when they outgrew the room in the slot's own block: a
-    /// block of their own (`malloc_usable_size` gives its room).
-    var spill: UnsafeMutableRawPointer?
+    /// The value's working form (a list, a hash, …) and the block the
+    /// bytes spilled to, in one word: 0 (neither); a retained object's
+    /// address | 1 (the live value; the bytes then hold no value); a
+    /// block's address | 2 (the bytes outgrew the room in the slot's own
+    /// block); a block's address | 3 (both: the block's first word holds
+    /// the live value's retained address). A block's bytes start after its
+    /// first word, used or not. The slot's `deinit` releases and frees.
+    private(set) var extra: UInt = 0
     var storageDate: Double = 0
     var seq: Int64 = 0
     var expiresAt: Int64 = SlotFields.noExpiry
-    /// The low 32 bits of the batch carrying this key's last sealed state,
-    /// until it completes (0: none; the engine skips ids whose low bits are 0).
-    var inFlight: UInt32 = 0
-    let keyLength: UInt32
-    var metadataLength: UInt32 = 0
     /// The value's bytes; for a live value (which keeps none), the memory
     /// its estimate was when the slot was last counted, in 16-byte units
     /// (`KeySlot.countedBytes`).
@@ -51,6 +51,14 @@ struct SlotFields {
     /// The LRU clock at the last access (`AccessTracking.clock`: 16 ms
     /// units, modulo 2^32; 0: never stamped).
     var lruClock: UInt32 = 0
+    /// The key's length in the low 15 bits (`longKey`: 32,767 bytes or
+    /// more, the length then in the 4 bytes before the key) and, in the
+    /// top bit, whether the row has metadata (its length then in the 4
+    /// bytes after the key).
+    var keyBits: UInt16
+    /// The low 16 bits of the batch carrying this key's last sealed state,
+    /// until it completes (0: none; the engine skips ids whose low bits are 0).
+    var inFlight: UInt16 = 0
     /// When the LFU counter last decayed (minutes since 1970, modulo 2^16,
     /// as Redis's 16-bit LFU clock).
     var frequencyMinutes: UInt16 = 0
@@ -64,8 +72,12 @@ struct SlotFields {
     init(digest: KeyDigest, keyLength: Int) {
         w0 = digest.w0
         w1 = digest.w1
-        self.keyLength = UInt32(keyLength)
+        keyBits = UInt16(min(keyLength, Int(Self.longKey)))
     }
+
+    /// `keyBits` of a key whose length is kept before it.
+    static let longKey: UInt16 = 0x7FFF
+    static let metadataBit: UInt16 = 0x8000
 
     /// `expiresAt` when the row has no expiry (an expiry that far in the
     /// past never stays on a key).
@@ -108,10 +120,68 @@ struct SlotFields {
     var hasExpiry: Bool { expiresAt != Self.noExpiry }
     var live: LiveValue? {
         get { liveObject.map { $0 as! LiveValue } }
-        set { liveObject = newValue }
+        set { setLiveObject(newValue) }
+    }
+
+    // MARK: The live value and the spilled bytes (`extra`)
+
+    private static let liveTag: UInt = 1, blockTag: UInt = 2, tags: UInt = 3
+
+    var hasLive: Bool { extra & Self.liveTag != 0 }
+    /// The block the bytes spilled to (its first word is not theirs).
+    var block: UnsafeMutableRawPointer? {
+        extra & Self.blockTag != 0 ? UnsafeMutableRawPointer(bitPattern: extra & ~Self.tags) : nil
     }
     /// The room of the block the bytes spilled to (0: none).
-    var spillCapacity: Int { spill.map { kv_usable_size($0) } ?? 0 }
+    var spillCapacity: Int { block.map { kv_usable_size($0) - Self.blockPrefix } ?? 0 }
+    /// Bytes of a block before the slot's bytes: the live value's word.
+    static let blockPrefix = MemoryLayout<UInt>.stride
+
+    /// The live value's retained address (0: none).
+    private var liveAddress: UInt {
+        switch extra & Self.tags {
+        case Self.liveTag: return extra & ~Self.tags
+        case Self.tags: return block!.load(as: UInt.self)
+        default: return 0
+        }
+    }
+    var liveObject: AnyObject? {
+        let address = liveAddress
+        guard address != 0 else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeUnretainedValue()
+    }
+    private mutating func setLiveObject(_ object: AnyObject?) {
+        let old = liveAddress
+        let address = object.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+        precondition(address & Self.tags == 0, "a live value's address not 4-byte aligned")
+        if let block {
+            block.storeBytes(of: address, as: UInt.self)
+            extra = UInt(bitPattern: block) | (address != 0 ? Self.tags : Self.blockTag)
+        } else {
+            extra = address != 0 ? address | Self.liveTag : 0
+        }
+        if old != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
+    }
+    /// Puts the bytes in `newBlock` (nil: back in the slot's own block),
+    /// keeping the live value; the caller frees the old block.
+    mutating func setBlock(_ newBlock: UnsafeMutableRawPointer?) {
+        let address = liveAddress
+        if let newBlock {
+            precondition(UInt(bitPattern: newBlock) & Self.tags == 0, "a block not 4-byte aligned")
+            newBlock.storeBytes(of: address, as: UInt.self)
+            extra = UInt(bitPattern: newBlock) | (address != 0 ? Self.tags : Self.blockTag)
+        } else {
+            extra = address != 0 ? address | Self.liveTag : 0
+        }
+    }
+    /// Releases the live value and frees the block (the slot's end).
+    mutating func releaseExtra() {
+        setLiveObject(nil)
+        if let block {
+            extra = 0
+            free(block)
+        }
+    }
 }
 
 /// The non-byte part of a row: what `KeySlot.assign` takes beside the
@@ -150,27 +220,39 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// value never keeps more than this much unused.
     static let inlineLimit = 1024
 
-    /// A slot for `key` with room for `payload` bytes (key included).
-    static func make(digest: KeyDigest, key: UnsafeRawBufferPointer, payload: Int) -> KeySlot {
+    /// The bytes a slot keeps for a key of `key` bytes, `metadata` bytes
+    /// of metadata and `value` bytes of value, the lengths kept with them
+    /// included.
+    @inline(__always)
+    static func bytes(key: Int, metadata: Int, value: Int) -> Int {
+        (key >= Int(SlotFields.longKey) ? 4 : 0) + key + (metadata > 0 ? 4 + metadata : 0) + value
+    }
+
+    /// A slot for `key` with room for `metadata` and `value` bytes beside it.
+    static func make(digest: KeyDigest, key: UnsafeRawBufferPointer, metadata: Int, value: Int) -> KeySlot {
+        let payload = bytes(key: key.count, metadata: metadata, value: value)
         let inline = payload <= inlineLimit ? payload : 0
         let slot = unsafeDowncast(create(minimumCapacity: inline) { _ in
             SlotFields(digest: digest, keyLength: key.count)
         }, to: KeySlot.self)
         slot.reserve(payload, keeping: 0)
-        if key.count > 0 { slot.base.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        let base = slot.base
+        if slot.keyIsLong { base.storeBytes(of: UInt32(key.count), as: UInt32.self) }
+        if key.count > 0 { (base + slot.keyStart).copyMemory(from: key.baseAddress!, byteCount: key.count) }
         return slot
     }
 
     /// A slot for `key` holding `row` (nil: known to be absent).
     static func make(digest: KeyDigest, key: [UInt8], row: Row?) -> KeySlot {
-        let payload = key.count + (row.map { $0.metadata.count + $0.value.inlineSize } ?? 0)
-        let slot = key.withUnsafeBytes { make(digest: digest, key: $0, payload: payload) }
+        let slot = key.withUnsafeBytes {
+            make(digest: digest, key: $0, metadata: row?.metadata.count ?? 0, value: row?.value.inlineSize ?? 0)
+        }
         slot.row = row
         return slot
     }
 
     deinit {
-        header.spill.map { free($0) }
+        header.releaseExtra()
     }
 
     // MARK: The bytes
@@ -182,42 +264,75 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     @inline(__always)
     private var inlineCapacity: Int { min(capacity, Self.inlineLimit) }
 
-    /// Where the bytes start: the spilled block, or right after the fields.
+    /// Where the bytes start: in the spilled block, or right after the fields.
     @inline(__always)
     private var base: UnsafeMutableRawPointer {
-        if let spill = header.spill { return spill }
+        if let block = header.block { return block + SlotFields.blockPrefix }
         return withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
     }
+
+    /// Whether the key's length is kept before it (32,767 bytes or more).
+    @inline(__always)
+    private var keyIsLong: Bool { header.keyBits & SlotFields.longKey == SlotFields.longKey }
+    /// Where the key starts among the bytes.
+    @inline(__always)
+    private var keyStart: Int { keyIsLong ? 4 : 0 }
+    /// The key's bytes.
+    var keyCount: Int {
+        keyIsLong ? Int(base.loadUnaligned(as: UInt32.self)) : Int(header.keyBits & SlotFields.longKey)
+    }
+    /// Where the key ends: the bytes a change of the row keeps.
+    @inline(__always)
+    private var keyEnd: Int { keyStart + keyCount }
+    @inline(__always)
+    private var hasMetadata: Bool { header.keyBits & SlotFields.metadataBit != 0 }
+    /// The metadata's bytes.
+    @inline(__always)
+    private var metadataCount: Int { hasMetadata ? Int((base + keyEnd).loadUnaligned(as: UInt32.self)) : 0 }
+    /// Where the metadata starts among the bytes.
+    @inline(__always)
+    private var metadataStart: Int { keyEnd + (hasMetadata ? 4 : 0) }
+    /// Where the value starts among the bytes.
+    @inline(__always)
+    private var valueStart: Int { hasMetadata ? metadataStart + metadataCount : keyEnd }
 
     /// Makes room for `count` bytes, keeping the first `keeping` (the key,
     /// and whatever else the caller still needs) where `base` will be.
     private func reserve(_ count: Int, keeping: Int) {
         if count <= inlineCapacity {
-            guard let spill = header.spill else { return }
+            guard let block = header.block else { return }
             // Back into the slot's own block.
-            withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }.copyMemory(from: spill, byteCount: keeping)
-            free(spill)
-            header.spill = nil
+            withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
+                .copyMemory(from: block + SlotFields.blockPrefix, byteCount: keeping)
+            header.setBlock(nil)
+            free(block)
             return
         }
         let capacity = header.spillCapacity
-        if header.spill != nil && count <= capacity && count >= capacity / 4 { return }
-        guard let block = malloc(max(count, 1)) else { fatalError("out of memory for a slot of \(count) bytes") }
-        if keeping > 0 { block.copyMemory(from: base, byteCount: keeping) }
-        header.spill.map { free($0) }
-        header.spill = block
+        if header.block != nil && count <= capacity && count >= capacity / 4 { return }
+        guard let block = malloc(SlotFields.blockPrefix + count) else { fatalError("out of memory for a slot of \(count) bytes") }
+        if keeping > 0 { (block + SlotFields.blockPrefix).copyMemory(from: base, byteCount: keeping) }
+        let old = header.block
+        header.setBlock(block)
+        old.map { free($0) }
     }
 
     /// Sets the row: its fields, and its metadata and value bytes (or the
     /// live value, whose bytes are not kept).
     func assign(_ head: RowHead, metadata: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, live: LiveValue?) {
-        let keyCount = Int(header.keyLength)
+        let keyEnd = self.keyEnd
         let valueCount = live == nil ? value.count : 0
-        reserve(keyCount + metadata.count + valueCount, keeping: keyCount)
+        let metadataBytes = metadata.count > 0 ? 4 + metadata.count : 0
+        reserve(keyEnd + metadataBytes + valueCount, keeping: keyEnd)
         let base = self.base
-        if metadata.count > 0 { (base + keyCount).copyMemory(from: metadata.baseAddress!, byteCount: metadata.count) }
-        if valueCount > 0 { (base + keyCount + metadata.count).copyMemory(from: value.baseAddress!, byteCount: valueCount) }
-        header.metadataLength = UInt32(metadata.count)
+        if metadata.count > 0 {
+            (base + keyEnd).storeBytes(of: UInt32(metadata.count), as: UInt32.self)
+            (base + keyEnd + 4).copyMemory(from: metadata.baseAddress!, byteCount: metadata.count)
+            header.keyBits |= SlotFields.metadataBit
+        } else {
+            header.keyBits &= ~SlotFields.metadataBit
+        }
+        if valueCount > 0 { (base + keyEnd + metadataBytes).copyMemory(from: value.baseAddress!, byteCount: valueCount) }
         header.valueLength = UInt32(valueCount)
         header.live = live
         header.storageDate = head.storageDate
@@ -233,31 +348,32 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
         precondition(header.hasRow, "setLive on a slot without a row")
         header.live = value
         header.valueLength = 0  // counted at the table's next attach
-        let kept = Int(header.keyLength) + Int(header.metadataLength)
+        let kept = valueStart
         reserve(kept, keeping: kept)  // a large value's block goes
     }
 
     /// Marks the key absent (a delete, or a miss remembered): only the key is kept.
     func clearRow() {
         header.live = nil
-        header.metadataLength = 0
+        header.keyBits &= ~SlotFields.metadataBit
         header.valueLength = 0
         header.hasRow = false
         header.expiresAt = SlotFields.noExpiry
-        reserve(Int(header.keyLength), keeping: Int(header.keyLength))
+        let keyEnd = self.keyEnd
+        reserve(keyEnd, keeping: keyEnd)
     }
 
     /// Calls `body` with the key's bytes (valid only inside it).
     @inline(__always)
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try withExtendedLifetime(self) { try body(UnsafeRawBufferPointer(start: base, count: Int(header.keyLength))) }
+        try withExtendedLifetime(self) { try body(UnsafeRawBufferPointer(start: base + keyStart, count: keyCount)) }
     }
 
     /// Calls `body` with the metadata's bytes (valid only inside it).
     @inline(__always)
     func withMetadata<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(self) {
-            try body(UnsafeRawBufferPointer(start: base + Int(header.keyLength), count: Int(header.metadataLength)))
+            try body(UnsafeRawBufferPointer(start: base + metadataStart, count: metadataCount))
         }
     }
 
@@ -265,8 +381,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     @inline(__always)
     func withValueBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(self) {
-            try body(UnsafeRawBufferPointer(start: base + Int(header.keyLength) + Int(header.metadataLength),
-                                            count: header.liveObject == nil ? Int(header.valueLength) : 0))
+            try body(UnsafeRawBufferPointer(start: base + valueStart, count: header.hasLive ? 0 : Int(header.valueLength)))
         }
     }
 
@@ -283,7 +398,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
             guard header.hasRow else { return nil }
             let value: StoredValue = header.live.map { .live($0) } ?? .bytes(withValueBytes { [UInt8]($0) })
             return Row(storageDate: header.storageDate, seq: header.seq, expiresAt: expiresAt, kind: header.kind,
-                       metadata: header.metadataLength == 0 ? [] : withMetadata { [UInt8]($0) }, value: value)
+                       metadata: hasMetadata ? withMetadata { [UInt8]($0) } : [], value: value)
         }
         set {
             guard let row = newValue else { return clearRow() }
@@ -330,27 +445,25 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// The row's content bytes without the key (0 without a row).
     var bodySize: Int {
         guard header.hasRow else { return 0 }
-        return Int(header.metadataLength) + (header.live.map(\.encodedSize) ?? Int(header.valueLength))
+        return metadataCount + (header.live.map(\.encodedSize) ?? Int(header.valueLength))
     }
 
     /// The bytes this entry counts against its cache's capacity (0 when absent).
-    var contentSize: Int { header.hasRow ? Int(header.keyLength) + bodySize : 0 }
-
-    var keyCount: Int { Int(header.keyLength) }
+    var contentSize: Int { header.hasRow ? keyCount + bodySize : 0 }
 
     // MARK: Bookkeeping
 
-    /// The low 32 bits of the id of the batch carrying the slot's last
+    /// The low 16 bits of the id of the batch carrying the slot's last
     /// sealed state (0: none).
-    var inFlight: UInt32 {
+    var inFlight: UInt16 {
         get { header.inFlight }
         set { header.inFlight = newValue }
     }
     /// Whether batch `id` carries the slot's last sealed state.
     @inline(__always)
-    func isInFlight(in id: UInt64) -> Bool { header.inFlight == UInt32(truncatingIfNeeded: id) }
-    /// Puts the slot in flight with batch `id` (whose low 32 bits are not 0).
-    func setInFlight(_ id: UInt64) { header.inFlight = UInt32(truncatingIfNeeded: id) }
+    func isInFlight(in id: UInt64) -> Bool { header.inFlight == UInt16(truncatingIfNeeded: id) }
+    /// Puts the slot in flight with batch `id` (whose low 16 bits are not 0).
+    func setInFlight(_ id: UInt64) { header.inFlight = UInt16(truncatingIfNeeded: id) }
     /// The memory the slot is counted for, beside the table's fixed
     /// overhead a slot: the room of its blocks, and a live value's estimate
     /// as `countLive()` last recorded it (rounded up to 16 bytes, at most
@@ -359,7 +472,7 @@ final class KeySlot: ManagedBuffer<SlotFields, UInt8> {
     /// before changing it and puts it back after (`KeyTable.detach` and
     /// `attach`): what is added to a total is what is taken off it later.
     var countedBytes: Int {
-        inlineCapacity + header.spillCapacity + (header.liveObject == nil ? 0 : Int(header.valueLength) << 4)
+        inlineCapacity + header.spillCapacity + (header.hasLive ? Int(header.valueLength) << 4 : 0)
     }
     /// Records a live value's estimate for `countedBytes`.
     func countLive() {

@@ -141,10 +141,10 @@ final class KeyTable {
     var assumedNewCount = 0
 
     /// Bookkeeping per slot beyond the room for its bytes: the block's
-    /// object header, fields and malloc's word (108 bytes in the 224-byte
+    /// object header, fields and malloc's word (92 bytes in the 208-byte
     /// chunk of a 16-byte key and a 100-byte value) and about two index
     /// buckets (16).
-    static let overhead = 124
+    static let overhead = 108
 
     /// A table with a budget of its own, of `budget` bytes.
     convenience init(budget: Int) {
@@ -283,7 +283,7 @@ final class KeyTable {
             detach(slot)
         } else {
             assert(slots[digest] == nil, "write(found: nil) of a key the table holds")
-            slot = KeySlot.make(digest: digest, key: key, payload: key.count + metadata.count + value.count)
+            slot = KeySlot.make(digest: digest, key: key, metadata: metadata.count, value: value.count)
             slots[digest] = slot
         }
         slot.assign(head, metadata: metadata, value: value, live: nil)
@@ -406,7 +406,7 @@ final class KeyTable {
 
     /// Seals `changed[sealedUpTo..<end]` into batch `id`.
     private func sealSlots(_ id: UInt64, into writes: inout SealedWrites, upTo end: Int) {
-        precondition(UInt32(truncatingIfNeeded: id) != 0, "a batch id whose low 32 bits are 0 (a slot's 'none')")
+        precondition(UInt16(truncatingIfNeeded: id) != 0, "a batch id whose low 16 bits are 0 (a slot's 'none')")
         guard sealedUpTo < end else { return }
         // Once, at the first part, with room for a quarter more changing
         // meanwhile: reserving exactly each time copied the whole list
