@@ -290,7 +290,9 @@ public final class SQLiteKVCache: @unchecked Sendable {
     }
 
     /// Removes up to `limit` expired entries, soonest first, in O(log n) each.
-    /// - Returns: how many went; fewer than `limit` means none is left due for now.
+    /// - Returns: how many went; fewer than `limit` means none is left due
+    ///   for now, unless `expiryDue()` says more may be (a call passes over
+    ///   a bounded number of keys not due).
     public func removeExpired(limit: Int) throws(Error) -> Int {
         try changing { engine throws(Error) in try engine.removeExpired(limit: limit) }
     }

@@ -304,6 +304,66 @@ struct WriterTests {
         #expect(e.count == 20 && e.statistics().expired == 30)
     }
 
+    /// The sweep walks the file's expiry index alone and reads a row only
+    /// for a key memory does not hold; a key memory holds goes by its
+    /// state there: a newer state that does not expire (or not yet) or a
+    /// delete keeps it, a newer state that has expired goes once.
+    @Test func theSweepReadsARowOnlyForAKeyMemoryLacks() throws {
+        for tier in [0, 1 << 20] {
+            let e = try engine("sweep\(tier)", tier: tier)
+            let writer = BatchWriter(onFinished: {})
+            defer { writer.stop() }
+            let past = Int64(Date().timeIntervalSince1970 * 1000) - 1
+            for i in 0..<30 { try e.put(entry("k\(i)", "v", expiresAt: past + 1_000_000)) }
+            flush(e, writer, lsn: 1)
+            for i in 0..<30 { #expect(try e.setExpiry(bytes("k\(i)"), past + 50)) }
+            flush(e, writer, lsn: 2)
+            try e.put(entry("k0", "new"))
+            try e.put(entry("k1", "later", expiresAt: past + 1_000_000))
+            try e.put(entry("k2", "again", expiresAt: past + 60))
+            #expect(try e.delete(bytes("k3")))
+            usleep(100_000)
+            var removed = 0
+            while e.expiryDue() {
+                let n = try e.removeExpired(limit: 7)
+                removed += n
+                if n < 7 { break }
+            }
+            #expect(removed == 27, "tier \(tier)")
+            #expect(e.count == 2 && e.statistics().expired == 27, "tier \(tier)")
+            #expect(try value(e, "k0") == "new" && value(e, "k1") == "later" && value(e, "k2") == nil)
+            flush(e, writer, lsn: 3)
+            #expect(e.count == 2 && e.statistics().expired == 27, "tier \(tier)")
+        }
+    }
+
+    /// A step of the sweep passes over at most `expiryPassLimit` keys the
+    /// file lists as due that memory holds newer, and says it has more to
+    /// do (`expiryDue()`) when it stops there.
+    @Test func aStepOfTheSweepPassesOverABoundedNumberOfKeys() throws {
+        let e = try engine()
+        let writer = BatchWriter(onFinished: {})
+        defer { writer.stop() }
+        let past = Int64(Date().timeIntervalSince1970 * 1000) - 1
+        let shadowed = CacheEngine.expiryPassLimit + 100
+        for i in 0..<shadowed { try e.put(entry("s\(i)", "v", expiresAt: past + 50)) }
+        for i in 0..<10 { try e.put(entry("d\(i)", "v", expiresAt: past + 60)) }
+        flush(e, writer, lsn: 1)
+        e.rebuildExpiryHeap()  // the heap keeps unapplied rows only: the walk finds these
+        for i in 0..<shadowed { try e.put(entry("s\(i)", "kept")) }
+        usleep(100_000)
+        #expect(try e.removeExpired(limit: 7) == 0, "a step passes over the first keys listed")
+        #expect(e.expiryDue(), "and has more to do")
+        var removed = 0, steps = 1
+        while e.expiryDue() && steps < 100 {
+            removed += try e.removeExpired(limit: 7)
+            steps += 1
+        }
+        #expect(removed == 10 && !e.expiryDue())
+        #expect(e.count == shadowed && e.statistics().expired == 10)
+        #expect(try value(e, "s0") == "kept" && value(e, "d0") == nil)
+    }
+
     @Test func aReplayWritesBlindAndTheWriterCorrectsTheTotals() throws {
         let e = try engine(tier: 0)
         let writer = BatchWriter(onFinished: {})

@@ -350,7 +350,8 @@ struct Keyspace {
 
     /// Removes up to `limit` expired entries, soonest first (the active
     /// expiry sweep). Not logged: a replay expires them again.
-    /// - Returns: how many went; fewer than `limit` means none is left due.
+    /// - Returns: how many went; fewer than `limit` means none is left due,
+    ///   unless `expiryDue()` says more may be.
     func removeExpired(limit: Int) throws -> Int {
         try run { engine throws(SQLiteKVCache.Error) in try engine.removeExpired(limit: limit) }
     }

@@ -9,10 +9,19 @@ struct ExpiryWalk {
 
     var heap = Heap<Pending>(by: { $0.expiresAt < $1.expiresAt })
     /// The next time a row of the file falls due (.max: none has an expiry
-    /// left; .min: unknown, look now). Rows before `position` were seen.
+    /// left; .min: unknown, look now). Rows up to `position` were listed.
     var fileHint: Int64 = .min
-    /// The last row the walk looked at (expiry time and digest).
+    /// The last row the walk listed (expiry time and digest).
     var position: (Int64, KeyDigest)?
+    /// Keys the walk listed as due and has not looked at yet, from
+    /// `dueNext` on: one read of the index serves several steps.
+    var due: [(expiresAt: Int64, digest: KeyDigest)] = []
+    var dueNext = 0
+    /// When `due` was listed, if the index had no more rows due then.
+    var dueEndedAt: Int64?
+
+    /// Keys listed a read of the index.
+    static let listing = 256
 
     mutating func note(_ digest: KeyDigest, expiresAt: Int64, seq: Int64) {
         heap.push(Pending(expiresAt: expiresAt, digest: digest, seq: seq))
@@ -22,6 +31,9 @@ struct ExpiryWalk {
     mutating func fileChanged(volatile: Int) {
         position = nil
         fileHint = volatile > 0 ? .min : .max
+        due = []
+        dueNext = 0
+        dueEndedAt = nil
     }
 }
 
@@ -47,10 +59,20 @@ extension CacheEngine {
         return nil
     }
 
+    /// Keys ahead of the sweep whose index bucket it asks for (and whose
+    /// slot, half as far ahead), as a pipeline's lookups do.
+    static let expiryLookahead = 8
+
+    /// Keys listed due that a call passes over at most (memory holds a
+    /// newer state, or their delete is not in the file yet: after a batch
+    /// completes the walk starts over and meets them again).
+    static let expiryPassLimit = 1024
+
     /// Removes up to `limit` expired entries, soonest first: those in
     /// memory, then those the file's expiry index lists (O(log n) each).
     /// - Returns: how many went; fewer than `limit` means the sweep has
-    ///   nothing more to do for now.
+    ///   nothing more to do for now, unless `expiryDue()` still says so
+    ///   (it passed over `expiryPassLimit` keys).
     public func removeExpired(limit: Int) throws(SQLiteKVCache.Error) -> Int {
         let now = nowMilliseconds()
         var removed = 0
@@ -61,29 +83,48 @@ extension CacheEngine {
             expire(top.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt)
             removed += 1
         }
-        if removed < limit && !fileVoid && expiry.fileHint <= now {
-            // Read a page even when few are wanted: rows a newer state in
-            // memory shadows are passed over without counting.
-            let fetch = max(limit - removed, 64)
-            let rows = try file.expiredRows(now: now, after: expiry.position, limit: fetch)
-            var examined = 0
-            for row in rows {
-                if removed == limit { break }
-                examined += 1
-                expiry.position = (row.expiresAt ?? .max, row.digest)
-                if let slot = table.slot(row.digest) {
-                    // Memory knows a newer state: the heap covers it if it expires.
-                    guard slot.hasRow, slot.seq == row.seq, slot.isExpired(at: now) else { continue }
-                    expire(row.digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt)
-                } else {
-                    expire(row.digest, key: row.key, size: row.size, expiresAt: row.expiresAt)
+        var passed = 0
+        while removed < limit && !fileVoid && expiry.fileHint <= now && passed < Self.expiryPassLimit {
+            if expiry.dueNext == expiry.due.count {
+                if let listedAt = expiry.dueEndedAt {
+                    // Every row due then was seen: wait for the next one to fall due.
+                    expiry.fileHint = try file.earliestExpiry(after: listedAt) ?? .max
+                    expiry.dueEndedAt = nil
+                    continue
                 }
-                removed += 1
+                expiry.due = try file.expiredKeys(now: now, after: expiry.position, limit: ExpiryWalk.listing)
+                expiry.dueNext = 0
+                if let last = expiry.due.last { expiry.position = (last.expiresAt, last.digest) }
+                if expiry.due.count < ExpiryWalk.listing { expiry.dueEndedAt = now }
+                continue
             }
-            if rows.count < fetch && examined == rows.count {
-                // Every row due by now was seen: wait for the next one to fall due.
-                expiry.fileHint = try file.earliestExpiry(after: now) ?? .max
+            let (_, digest) = expiry.due[expiry.dueNext]
+            expiry.dueNext += 1
+            if expiry.dueNext + Self.expiryLookahead < expiry.due.count {
+                table.prefetchBucket(expiry.due[expiry.dueNext + Self.expiryLookahead].digest)
             }
+            if expiry.dueNext + Self.expiryLookahead / 2 < expiry.due.count {
+                table.prefetchSlot(expiry.due[expiry.dueNext + Self.expiryLookahead / 2].digest)
+            }
+            if let slot = table.slot(digest) {
+                // Memory holds the key's state, the file's or a newer one
+                // (which the heap covers too: it passes over a key gone by
+                // the time its entry comes up).
+                guard slot.hasRow, slot.isExpired(at: now) else {
+                    passed += 1
+                    continue
+                }
+                expire(digest, key: slot.key, size: slot.contentSize, expiresAt: slot.expiresAt)
+            } else {
+                // Only the file holds it, as listed: a change would have put
+                // the key in memory first.
+                guard let row = try file.listedRow(digest), let rowExpiry = row.expiresAt, rowExpiry <= now else {
+                    passed += 1
+                    continue
+                }
+                expire(digest, key: row.key, size: row.size, expiresAt: rowExpiry)
+            }
+            removed += 1
         }
         if expiry.heap.count > 2 * table.unappliedCount + 1024 { rebuildExpiryHeap() }
         return removed

@@ -151,12 +151,15 @@ extension CacheFile {
         }
     }
 
-    /// Rows whose expiry is at or before `now`, soonest first, after the
-    /// position `after` (an expiry time and digest), at most `limit`.
-    func expiredRows(now: Int64, after: (Int64, KeyDigest)?, limit: Int) throws(SQLiteKVCache.Error) -> [ListedRow] {
+    /// The keys whose expiry is at or before `now`, soonest first, after
+    /// the position `after` (an expiry time and digest), at most `limit`:
+    /// from the expiry index alone (it holds the digest), so a key memory
+    /// holds costs no read of its row.
+    func expiredKeys(now: Int64, after: (Int64, KeyDigest)?, limit: Int) throws(SQLiteKVCache.Error)
+        -> [(expiresAt: Int64, digest: KeyDigest)] {
         try read {
             let stmt = try reader.statement("""
-                SELECT \(Self.listedColumns) FROM entries
+                SELECT expires_at, digest FROM entries
                 WHERE expires_at <= ?1 AND (expires_at > ?2 OR (expires_at = ?2 AND digest > ?3))
                 ORDER BY expires_at, digest LIMIT ?4
                 """)
@@ -165,9 +168,19 @@ extension CacheFile {
             stmt.bind(2, after?.0 ?? Int64.min)
             if let after { after.1.withBytes { stmt.bind(3, $0) } } else { stmt.bind(3, [UInt8]()) }  // empty: below every digest
             stmt.bind(4, limit)
-            var rows: [ListedRow] = []
-            while try stmt.step() { rows.append(listed(stmt)) }
-            return rows
+            var keys: [(expiresAt: Int64, digest: KeyDigest)] = []
+            while try stmt.step() { keys.append((stmt.int64(0), stmt.digest(1))) }
+            return keys
+        }
+    }
+
+    /// The row of `digest`, if the file holds one.
+    func listedRow(_ digest: KeyDigest) throws(SQLiteKVCache.Error) -> ListedRow? {
+        try read {
+            let stmt = try reader.statement("SELECT \(Self.listedColumns) FROM entries WHERE digest = ?")
+            defer { stmt.reset() }
+            digest.withBytes { stmt.bind(1, $0) }
+            return try stmt.step() ? listed(stmt) : nil
         }
     }
 
