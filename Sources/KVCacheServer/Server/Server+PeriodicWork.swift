@@ -15,6 +15,11 @@ extension Server {
     func sweepExpired() {
         // A replica expires nothing by itself: its master's DELs do (Redis's activeExpireCycle runs on masters).
         guard activeExpire, pauseType == .off, replicaLink == nil else { return }
+        // The seal's parts first (each loop iteration takes one): the sweep goes on once they have caught up.
+        guard !persistence.sealBacklogged else {
+            backgroundWorkPending = true
+            return
+        }
         defer { serveKeysReadiedInTheBackground() }
         let started = Self.monotonicMicroseconds()
         // The sweep's time is LATENCY's expire-cycle, as Redis's activeExpireCycle.
