@@ -154,22 +154,21 @@ struct SlotFields {
         let old = liveAddress
         let address = object.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
         precondition(address & Self.tags == 0, "a live value's address not 4-byte aligned")
-        if let block {
-            block.storeBytes(of: address, as: UInt.self)
-            extra = UInt(bitPattern: block) | (address != 0 ? Self.tags : Self.blockTag)
-        } else {
-            extra = address != 0 ? address | Self.liveTag : 0
-        }
+        store(block: block, liveAddress: address)
         if old != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
     }
     /// Puts the bytes in `newBlock` (nil: back in the slot's own block),
     /// keeping the live value; the caller frees the old block.
     mutating func setBlock(_ newBlock: UnsafeMutableRawPointer?) {
-        let address = liveAddress
-        if let newBlock {
-            precondition(UInt(bitPattern: newBlock) & Self.tags == 0, "a block not 4-byte aligned")
-            newBlock.storeBytes(of: address, as: UInt.self)
-            extra = UInt(bitPattern: newBlock) | (address != 0 ? Self.tags : Self.blockTag)
+        precondition(newBlock.map { UInt(bitPattern: $0) & Self.tags == 0 } ?? true, "a block not 4-byte aligned")
+        store(block: newBlock, liveAddress: liveAddress)
+    }
+    /// Sets `extra` to `block` and the live value at `address` (0: none),
+    /// the address in the block's first word when there is a block.
+    private mutating func store(block: UnsafeMutableRawPointer?, liveAddress address: UInt) {
+        if let block {
+            block.storeBytes(of: address, as: UInt.self)
+            extra = UInt(bitPattern: block) | (address != 0 ? Self.tags : Self.blockTag)
         } else {
             extra = address != 0 ? address | Self.liveTag : 0
         }
