@@ -364,6 +364,38 @@ struct WriterTests {
         #expect(try value(e, "s0") == "kept" && value(e, "d0") == nil)
     }
 
+    /// A heap grown past its bound (overwrites leave stale entries) is
+    /// rebuilt a step of the sweep at a time: a step looks at no more than
+    /// `expiryRebuildStep` old entries, keys due meanwhile all go, and the
+    /// heap ends with the current states of the unapplied rows only.
+    @Test func theExpiryHeapIsRebuiltAStepAtATime() throws {
+        let e = try engine()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let keys = 3000, later = now + 3_600_000
+        for round in 0..<3 {
+            for i in 0..<keys {
+                try e.put(entry("k\(i)", "v\(round)", expiresAt: round == 2 && i % 2 == 0 ? now + 50 : later + Int64(round)))
+            }
+        }
+        #expect(e.expiry.heap.count == 3 * keys, "one entry a change")
+        usleep(100_000)
+        var removed = try e.removeExpired(limit: 10)
+        #expect(removed == 10 && e.expiry.rebuilding.count > 2 * keys, "the rebuild starts once over the bound")
+        let old = e.expiry.rebuilding.count
+        removed += try e.removeExpired(limit: 10)
+        #expect(e.expiry.rebuildNext == CacheEngine.expiryRebuildStep, "a step looks at a bounded number of entries")
+        var steps = 2
+        while e.expiryDue() && steps < 1000 {
+            removed += try e.removeExpired(limit: 10)
+            steps += 1
+        }
+        #expect(removed == keys / 2 && e.count == keys / 2 && e.statistics().expired == keys / 2)
+        #expect(steps > old / CacheEngine.expiryRebuildStep)
+        #expect(e.expiry.rebuilding.isEmpty && e.expiry.heap.count == keys / 2, "the current entries of the rest")
+        #expect(e.expiry.heap.top?.expiresAt == later + 2)
+        #expect(try value(e, "k1") == "v2" && value(e, "k0") == nil)
+    }
+
     @Test func aReplayWritesBlindAndTheWriterCorrectsTheTotals() throws {
         let e = try engine(tier: 0)
         let writer = BatchWriter(onFinished: {})

@@ -43,7 +43,7 @@ struct EvictionWalk {
         var fromWalk = false
     }
 
-    var heap = Heap<Pending>(by: { $0.order < $1.order })
+    var heap = Heap<Pending>()
     var page: [CacheFile.ListedRow] = []
     var pageIndex = 0
     var position: CacheFile.EvictionPosition?
@@ -347,4 +347,8 @@ extension CacheEngine {
             return (order, Victim(digest: row.digest, key: details.key, size: details.size, expiresAt: details.expiresAt))
         }
     }
+}
+
+extension EvictionWalk.Pending: HeapElement {
+    static func precedes(_ a: Self, _ b: Self) -> Bool { a.order < b.order }
 }

@@ -1,13 +1,19 @@
 /// Where the expiry sweep stands: rows not yet in the file in a heap by
 /// expiry time, and a walk over the file's expiry index.
 struct ExpiryWalk {
-    struct Pending {
+    struct Pending: HeapElement {
         var expiresAt: Int64
         var digest: KeyDigest
         var seq: Int64
+
+        static func precedes(_ a: Self, _ b: Self) -> Bool { a.expiresAt < b.expiresAt }
     }
 
-    var heap = Heap<Pending>(by: { $0.expiresAt < $1.expiresAt })
+    var heap = Heap<Pending>()
+    /// While the heap is rebuilt: its old entries, those from
+    /// `rebuildNext` on not looked at yet (`CacheEngine.rebuildExpiryHeap`).
+    var rebuilding: [Pending] = []
+    var rebuildNext = 0
     /// The next time a row of the file falls due (.max: none has an expiry
     /// left; .min: unknown, look now). Rows up to `position` were listed.
     var fileHint: Int64 = .min
@@ -44,7 +50,7 @@ extension CacheEngine {
         guard totals.volatile > 0 else { return false }
         let now = nowMilliseconds()
         if let top = expiry.heap.top, top.expiresAt <= now { return true }
-        return !fileVoid && expiry.fileHint <= now
+        return !expiry.rebuilding.isEmpty || (!fileVoid && expiry.fileHint <= now)
     }
 
     /// Removes `key` if it has expired, even while expiry is held (a
@@ -76,6 +82,7 @@ extension CacheEngine {
     public func removeExpired(limit: Int) throws(SQLiteKVCache.Error) -> Int {
         let now = nowMilliseconds()
         var removed = 0
+        if !expiry.rebuilding.isEmpty { continueExpiryHeapRebuild(entries: Self.expiryRebuildStep) }
         while removed < limit, let top = expiry.heap.top, top.expiresAt <= now {
             expiry.heap.pop()
             guard let slot = table.slot(top.digest), slot.hasRow, slot.seq == top.seq,
@@ -126,13 +133,61 @@ extension CacheEngine {
             }
             removed += 1
         }
-        if expiry.heap.count > 2 * table.unappliedCount + 1024 { rebuildExpiryHeap() }
+        if expiry.rebuilding.isEmpty && expiry.heap.count > expiryHeapBound { startExpiryHeapRebuild() }
         return removed
     }
 
-    /// Keeps in the heap only rows not yet in the file (the walk over the
-    /// file finds the rest).
+    /// The heap's entries past which it is rebuilt: twice the rows not yet
+    /// in the file, and some.
+    private var expiryHeapBound: Int { 2 * table.unappliedCount + 1024 }
+
+    /// Old entries of the heap a step of the sweep looks at while it is
+    /// rebuilt (about half a millisecond).
+    static let expiryRebuildStep = 4096
+
+    /// Rebuilds the heap at once (tests; the sweep does it in steps).
     func rebuildExpiryHeap() {
+        startExpiryHeapRebuild()
+        continueExpiryHeapRebuild(entries: .max)
+    }
+
+    /// Starts keeping in the heap only rows not yet in the file (the walk
+    /// over the file finds the rest): the entries of those rows' current
+    /// states, which every change of such a row noted. The old entries are
+    /// looked at a step of the sweep at a time, the current ones pushed
+    /// again, while changes push theirs as before; a key due meanwhile
+    /// whose entry is not looked at yet goes a few steps later. (Rebuilt
+    /// at once from the unapplied slots, each one's digest computed from
+    /// its key, it stalled the loop 350-730 ms when 865k keys due at once
+    /// were still on their way to the file.)
+    private func startExpiryHeapRebuild() {
+        expiry.rebuilding = expiry.heap.takeAll()
+        expiry.rebuildNext = 0
+        // Room for what is kept, at once: grown by doubling, the array
+        // copied up to 96 MB while the sweep pushed (24 ms steps).
+        expiry.heap.reserveCapacity(min(expiry.rebuilding.count, expiryHeapBound))
+    }
+
+    private func continueExpiryHeapRebuild(entries: Int) {
+        let table = self.table
+        let old = expiry.rebuilding
+        let end = old.count - expiry.rebuildNext > entries ? expiry.rebuildNext + entries : old.count
+        for i in expiry.rebuildNext..<end {
+            if i + Self.expiryLookahead < end { table.prefetchBucket(old[i + Self.expiryLookahead].digest) }
+            if i + Self.expiryLookahead / 2 < end { table.prefetchSlot(old[i + Self.expiryLookahead / 2].digest) }
+            let entry = old[i]
+            if let slot = table.slot(entry.digest), slot.hasRow, slot.isUnapplied, slot.seq == entry.seq,
+               slot.expiresAt == entry.expiresAt {
+                expiry.heap.push(entry)
+            }
+        }
+        expiry.rebuildNext = end
+        guard end == old.count else { return }
+        expiry.rebuilding = []
+        expiry.rebuildNext = 0
+        // Entries of one state repeated (the same EXPIREAT again and
+        // again) can keep it over the bound: then from the slots, at once.
+        guard expiry.heap.count > expiryHeapBound else { return }
         expiry.heap.removeAll()
         for slot in table.allUnapplied {
             if slot.hasRow, let expiresAt = slot.expiresAt { expiry.note(slot.digest(), expiresAt: expiresAt, seq: slot.seq) }
