@@ -21,7 +21,7 @@ stays), one at a time, every --probe-interval-ms (1 ms), timing each round
 trip. Percentiles are over the probes sent while the scenario's work runs
 (closed loop: a stall of 50 ms is one 50 ms sample, not fifty).
 
-Scenarios (before each, the server is idle: kvcache's memtable applied,
+Scenarios (before each but fresh-expiry, the server is idle: kvcache's memtable applied,
 Redis's AOF rewrite done):
 
   expiry  --keys keys (100-byte values) written with `PX 1000` while active
@@ -29,6 +29,14 @@ Redis's AOF rewrite done):
           all are expired once written; then `DEBUG SET-ACTIVE-EXPIRE 1`
           starts the mass expiry at one moment. It lasts until INFO stats'
           expired_keys has grown by --keys; how long that takes is reported.
+  fresh-expiry  2 x --keys `SET key:__rand_int__ <100 B> PX 1000` from
+          redis-benchmark (-r --keys -c 50 -P 16: about 86% of the keys,
+          most written more than once), then the same, started 1.1 s after
+          the last write without waiting for the server to be idle:
+          kvcache's writer is still applying them, so their expiries are
+          in memory (the heap of rows not yet in the file, an entry a
+          write) rather than in the file's index. It lasts until every key
+          written has expired.
   ingest  `redis-benchmark -t set -r 2000000000 -c --ingest-clients (50)
           -P --ingest-pipeline (16) -d 100` (new keys) for --ingest-seconds
           (30), the probe alongside; keys written and the rate are reported.
@@ -68,7 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as bl  # noqa: E402
 
 RESULTS_JSON = bl.REPO / "bench" / "latency.json"
-SCENARIOS = ["expiry", "ingest", "cut"]
+SCENARIOS = ["expiry", "fresh-expiry", "ingest", "cut"]
 PROBE_KEY = b"probe"
 KV_ARGS = ["--enable-debug-command", "yes"]
 REDIS_ARGS = bl.REDIS_AOF_EVERYSEC + ["--enable-debug-command", "local"]
@@ -173,17 +181,27 @@ def fill(c: bl.Client, keys: int, template: bytes = bl.SET_TEMPLATE, batch: int 
     return time.monotonic() - t0
 
 
-def scenario_expiry(args, server: bl.Server, c: bl.Client, probe: Probe) -> dict:
+def scenario_expiry(args, server: bl.Server, c: bl.Client, probe: Probe, wait_idle: bool = True) -> dict:
     c.command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
-    fill_s = fill(c, args.keys, EXPIRING_TEMPLATE)
+    if wait_idle:
+        fill_s = fill(c, args.keys, EXPIRING_TEMPLATE)
+    else:
+        # Twice --keys SETs of random keys among --keys, as fast as redis-benchmark sends them.
+        t0 = time.monotonic()
+        subprocess.run(bl.client_argv(["redis-benchmark", "-h", bl.HOST, "-p", str(server.port), "-r", str(args.keys),
+                                       "-n", str(2 * args.keys), "-c", "50", "-P", "16", "-q", "SET", "key:__rand_int__",
+                                       bl.VALUE_100.decode(), "PX", "1000"]),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, check=True)
+        fill_s = time.monotonic() - t0
     c.command("SET", PROBE_KEY, "v")
     time.sleep(1.1)  # every key is past its PX 1000
-    idle = bl.wait_idle([server], timeout=600)
+    idle = bl.wait_idle([server], timeout=600) if wait_idle else 0.0
+    expiring = c.command("DBSIZE") - 1  # all but the probe key
     before, _ = probe.run(lambda: True, check_every=1.0)  # ~1 s of idle probes
     base = stat_field(c, "stats", "expired_keys")
     c.command("DEBUG", "SET-ACTIVE-EXPIRE", 1)
     t0 = time.monotonic()
-    samples, finished = probe.run(lambda: stat_field(c, "stats", "expired_keys") - base >= args.keys,
+    samples, finished = probe.run(lambda: stat_field(c, "stats", "expired_keys") - base >= expiring,
                                   deadline=t0 + args.max_scenario_seconds)
     seconds = time.monotonic() - t0
     return {"samples": samples, "before": before, "finished": finished, "seconds": seconds,
@@ -263,7 +281,12 @@ def scenario_cut(args, server: bl.Server, c: bl.Client, probe: Probe) -> dict:
             "fill_seconds": fill_s, "idle_wait": idle}
 
 
-RUNNERS = {"expiry": scenario_expiry, "ingest": scenario_ingest, "cut": scenario_cut}
+def scenario_fresh_expiry(args, server: bl.Server, c: bl.Client, probe: Probe) -> dict:
+    return scenario_expiry(args, server, c, probe, wait_idle=False)
+
+
+RUNNERS = {"expiry": scenario_expiry, "fresh-expiry": scenario_fresh_expiry, "ingest": scenario_ingest,
+           "cut": scenario_cut}
 
 
 def run_scenario(args, kind: str, scenario: str) -> dict:
@@ -335,7 +358,7 @@ def main() -> int:
             m["probes"] = sum(r["stats"]["n"] for r in sel)
             summary[scenario][name] = m
             what = ""
-            if scenario == "expiry":
+            if scenario in ("expiry", "fresh-expiry"):
                 what = f"{bl.median([r['expired'] for r in sel]):,.0f} expired"
             elif scenario == "cut":
                 what = f"{bl.median([r['evicted'] for r in sel]):,.0f} evicted"
@@ -382,6 +405,9 @@ def main() -> int:
             f"`{' '.join(shlex.quote(a) for a in REDIS_ARGS)}`. **expiry**: {args.keys:,} keys written "
             "with `PX 1000` while active expiry was off, then switched on (`DEBUG SET-ACTIVE-EXPIRE 1`): "
             "all expire at once; \"work took\" is until INFO's expired_keys grew by all of them. "
+            f"**fresh-expiry**: {2 * args.keys:,} `SET key:__rand_int__ <100 B> PX 1000` from redis-benchmark "
+            f"(`-r {args.keys} -c 50 -P 16`), expired as above 1.1 s after the last write, without waiting for "
+            "kvcache's writer to apply them (their expiries are still in memory, not in the file's index). "
             f"**ingest**: `redis-benchmark -t set -r 2000000000 -c {args.ingest_clients} -P {args.ingest_pipeline} "
             f"-d 100` for {args.ingest_seconds:g} s. **cut**: {args.keys:,} keys, then a cut to "
             f"{args.keep:.0%} of the data; kvcache: `CONFIG SET cache \"db0 <bytes> fifo\"`; Redis, which has "

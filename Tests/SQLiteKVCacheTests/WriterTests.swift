@@ -364,14 +364,15 @@ struct WriterTests {
         #expect(try value(e, "s0") == "kept" && value(e, "d0") == nil)
     }
 
-    /// A heap grown past its bound (overwrites leave stale entries) is
-    /// rebuilt a step of the sweep at a time: a step looks at no more than
+    /// A heap grown past its bound (overwrites leave stale entries) while
+    /// many rows wait for the file is rebuilt a step of the sweep at a
+    /// time: a step looks at no more than
     /// `expiryRebuildStep` old entries, keys due meanwhile all go, and the
     /// heap ends with the current states of the unapplied rows only.
     @Test func theExpiryHeapIsRebuiltAStepAtATime() throws {
         let e = try engine()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let keys = 3000, later = now + 3_600_000
+        let keys = 2 * CacheEngine.expiryRebuildStep, later = now + 3_600_000
         for round in 0..<3 {
             for i in 0..<keys {
                 try e.put(entry("k\(i)", "v\(round)", expiresAt: round == 2 && i % 2 == 0 ? now + 50 : later + Int64(round)))

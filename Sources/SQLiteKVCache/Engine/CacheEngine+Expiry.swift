@@ -133,7 +133,10 @@ extension CacheEngine {
             }
             removed += 1
         }
-        if expiry.rebuilding.isEmpty && expiry.heap.count > expiryHeapBound { startExpiryHeapRebuild() }
+        if expiry.rebuilding.isEmpty && expiry.heap.count > expiryHeapBound {
+            // Few rows left to apply (a batch completed): from their slots, at once.
+            if table.unappliedCount <= Self.expiryRebuildStep { rebuildExpiryHeapFromSlots() } else { startExpiryHeapRebuild() }
+        }
         return removed
     }
 
@@ -152,8 +155,8 @@ extension CacheEngine {
     }
 
     /// Starts keeping in the heap only rows not yet in the file (the walk
-    /// over the file finds the rest): the entries of those rows' current
-    /// states, which every change of such a row noted. The old entries are
+    /// over the file finds the rest) when many are: the entries of those
+    /// rows' current states, which every change of such a row noted. The old entries are
     /// looked at a step of the sweep at a time, the current ones pushed
     /// again, while changes push theirs as before; a key due meanwhile
     /// whose entry is not looked at yet goes a few steps later. (Rebuilt
@@ -187,7 +190,12 @@ extension CacheEngine {
         expiry.rebuildNext = 0
         // Entries of one state repeated (the same EXPIREAT again and
         // again) can keep it over the bound: then from the slots, at once.
-        guard expiry.heap.count > expiryHeapBound else { return }
+        if expiry.heap.count > expiryHeapBound { rebuildExpiryHeapFromSlots() }
+    }
+
+    /// The heap made again from the unapplied slots, a digest computed and
+    /// a push for each.
+    private func rebuildExpiryHeapFromSlots() {
         expiry.heap.removeAll()
         for slot in table.allUnapplied {
             if slot.hasRow, let expiresAt = slot.expiresAt { expiry.note(slot.digest(), expiresAt: expiresAt, seq: slot.seq) }
