@@ -446,15 +446,17 @@ struct KeyTableTests {
         for i in 0..<8 { idle.cache(digest(UInt64(100 + i), 0), key: bytes(String(format: "i%02d", i)), row: row("v")) }
         // A slot counts its block's room as malloc reports it: a reused, larger chunk counts more.
         #expect(idle.count == 8 && budget.used == idle.cleanBytes && budget.used >= 8 * cost)
-        // The hot table grows to its fair share (5): the idle one, holding more, gives back.
+        // The hot table grows to its fair share (half the budget: 5 slots, 4 when
+        // some sit in larger reused chunks): the idle one, holding more, gives back.
         for i in 0..<6 { hot.cache(digest(UInt64(200 + i), 0), key: bytes(String(format: "h%02d", i)), row: row("v")) }
         #expect(budget.used <= budget.limit)
-        #expect(hot.count == 5 && idle.count == 5)
+        #expect((4...5).contains(hot.count) && (4...5).contains(idle.count))
+        let idleKept = idle.count
         // Past its share, the hot table replaces its own entries.
         for i in 6..<12 { hot.cache(digest(UInt64(200 + i), 0), key: bytes(String(format: "h%02d", i)), row: row("v")) }
         #expect(budget.used <= budget.limit)
-        #expect(hot.count == 5)
-        #expect(idle.count == 5)
+        #expect((4...5).contains(hot.count))
+        #expect(idle.count == idleKept)
         // Unapplied bytes count too, and push clean ones out.
         for i in 0..<4 { hot.write(digest(UInt64(300 + i), 0), key: bytes(String(format: "w%02d", i)), row: row("v")) }
         #expect(budget.used <= budget.limit && hot.unappliedBytes >= 4 * cost)
