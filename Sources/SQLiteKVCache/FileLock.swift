@@ -28,9 +28,14 @@ final class FileLock {
         self.fd = fd
     }
 
-    /// Releases the lock. Idempotent.
+    /// Releases the lock. Idempotent. Unlocked before it is closed: the
+    /// lock belongs to the open file, which a child being spawned (another
+    /// thread's `posix_spawn`, between its clone and its exec) shares for
+    /// a moment, so closing alone left it held until the child's exec, and
+    /// an open right after the close found it taken (a flaky test in CI).
     func release() {
         guard fd >= 0 else { return }
+        flock(fd, LOCK_UN)
         close(fd)
         fd = -1
     }
