@@ -321,13 +321,14 @@ struct CommandTable: Sendable {
 
     /// Redis's text for an unknown command: the name and up to 128 bytes of arguments, quoted.
     static func unknownCommandError(_ args: Arguments) -> ReplyError {
-        var shown = ""
+        var shown = "", shownBytes = 0
         for arg in args.dropFirst() {
-            if shown.utf8.count >= 128 { break }
-            let room = 128 - shown.utf8.count
-            shown += "'\(String(decoding: arg.prefix(room), as: UTF8.self))' "
+            if shownBytes >= 128 { break }
+            let part = arg.prefix(128 - shownBytes)
+            shown += "'\(String(keepingBytes: part))' "
+            shownBytes += part.count + 3
         }
-        let name = String(decoding: args[0].prefix(128), as: UTF8.self)
+        let name = String(keepingBytes: args[0].prefix(128))
         return ReplyError("ERR unknown command '\(name)', with args beginning with: \(shown)")
     }
 

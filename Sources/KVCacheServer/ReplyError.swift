@@ -1,4 +1,5 @@
 import SQLiteKVCache
+import RESP
 
 /// An error reply: the whole text after `-`, prefix included
 /// (`ERR syntax error`, `WRONGTYPE ...`, `NOPROTO ...`).
@@ -29,7 +30,7 @@ struct ReplyError: Error, Equatable {
     }
 
     static func unknownSubcommand(_ sub: some Collection<UInt8>, of command: String) -> ReplyError {
-        ReplyError("ERR unknown subcommand '\(String(decoding: sub.prefix(128), as: UTF8.self))'. Try \(command.uppercased()) HELP.")
+        ReplyError("ERR unknown subcommand '\(String(keepingBytes: sub.prefix(128)))'. Try \(command.uppercased()) HELP.")
     }
 
     /// The reply for an engine error: SQLite failures keep SQLite's text;

@@ -15,13 +15,14 @@ public enum RESPEncoder {
     }
 
     /// `-text\r\n`: `text` includes the prefix (`ERR ...`, `WRONGTYPE ...`).
-    /// Newlines in it are replaced by spaces, as Redis does.
+    /// Newlines in it are replaced by spaces, as Redis does; bytes kept in
+    /// it (`String(keepingBytes:)`) go out as themselves.
     @inlinable
     public static func error(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "-"))
-        for byte in text.utf8 {
-            out.append(byte == 0x0d || byte == 0x0a ? 0x20 : byte)
-        }
+        let start = out.count
+        text.appendKeptBytes(to: &out)
+        for i in start..<out.count where out[i] == 0x0d || out[i] == 0x0a { out[i] = 0x20 }
         out.append(0x0d); out.append(0x0a)
     }
 

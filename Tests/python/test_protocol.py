@@ -519,6 +519,33 @@ def test_unknown_command_text(server, args, text):
     assert c.command("PING") == "PONG"
 
 
+def test_errors_carry_the_bytes_they_quote(server):
+    """Bytes that are not UTF-8 go back as they came, as Redis sends them:
+    in an unknown command's or subcommand's error, in an error a script
+    raises, and in that error's errorstat_ line (redis-py's own
+    test_info_with_non_utf8_errorstat reads it)."""
+    c = server.raw()
+
+    def command(*args):
+        c.send(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+
+    command(b"\xff\xfe", b"a\xfe")
+    assert c.read_line() == b"-ERR unknown command '\xff\xfe', with args beginning with: 'a\xfe' "
+    command(b"CONFIG", b"\xff\xfe", b"x")
+    assert c.read_line() == b"-ERR unknown subcommand '\xff\xfe'. Try CONFIG HELP."
+    # The UTF-8 of U+F7FF, which the server uses for a kept byte, is kept too.
+    command(b"\xef\x9f\xbf\xc3")
+    assert c.read_line() == b"-ERR unknown command '\xef\x9f\xbf\xc3', with args beginning with: "
+    command(b"CONFIG", b"RESETSTAT")
+    assert c.read_line() == b"+OK"
+    command(b"EVAL", b"return redis.error_reply('\xff\xfeBAD oops')", b"0")
+    assert c.read_line() == b"-\xff\xfeBAD oops"
+    command(b"INFO", b"errorstats")
+    body = c.read_reply()
+    assert b"errorstat_\xff\xfeBAD:count=1\r\n" in body
+    assert c.command("PING") == "PONG"
+
+
 @pytest.mark.parametrize("args,name", [
     (("get",), "get"),
     (("GET",), "get"),      # the name in the error is lowercase

@@ -108,7 +108,7 @@ private func migrate(_ ctx: CommandContext) throws {
     // Propagated as the DEL of the keys the target took (nothing for COPY).
     ctx.server.propagateAs(commands: moved.isEmpty ? [] : [[Array("DEL".utf8)] + moved])
     if let targetError {
-        throw ReplyError("ERR Target instance replied with error: " + String(decoding: targetError, as: UTF8.self))
+        throw ReplyError("ERR Target instance replied with error: " + String(keepingBytes: targetError))
     }
     if socketError { throw ReplyError("IOERR error or timeout reading to target instance") }
     ctx.connection.replyOK()

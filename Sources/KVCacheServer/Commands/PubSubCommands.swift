@@ -78,7 +78,7 @@ private func pubsubCommand(_ ctx: CommandContext) throws {
     let pubsub = ctx.server.pubsub
     let sub = ctx.option(1)
     func syntaxError() -> ReplyError {
-        ReplyError("ERR unknown subcommand or wrong number of arguments for '\(String(decoding: args[1].prefix(128), as: UTF8.self))'. "
+        ReplyError("ERR unknown subcommand or wrong number of arguments for '\(String(keepingBytes: args[1].prefix(128)))'. "
             + "Try PUBSUB HELP.")
     }
     func channelList(_ table: [[UInt8]: [Connection]]) throws {

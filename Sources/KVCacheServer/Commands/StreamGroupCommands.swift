@@ -25,7 +25,7 @@ private func quoted(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UT
 
 /// Redis's addReplySubcommandSyntaxError.
 private func subcommandSyntaxError(_ ctx: CommandContext) -> ReplyError {
-    ReplyError("ERR unknown subcommand or wrong number of arguments for '\(String(decoding: ctx.args[1].prefix(128), as: UTF8.self))'. "
+    ReplyError("ERR unknown subcommand or wrong number of arguments for '\(String(keepingBytes: ctx.args[1].prefix(128)))'. "
         + "Try \(ctx.args.text(0).uppercased()) HELP.")
 }
 

@@ -33,7 +33,7 @@ private func xinfo(_ ctx: CommandContext) throws {
     case "consumers":
         let name = ctx.args.bytes(3)
         guard let group = stream.groups[name] else {
-            throw ReplyError("NOGROUP No such consumer group '\(String(decoding: name, as: UTF8.self))' for key name "
+            throw ReplyError("NOGROUP No such consumer group '\(String(keepingBytes: name))' for key name "
                 + "'\(String(decoding: key, as: UTF8.self))'")
         }
         let now = Server.nowMilliseconds()

@@ -90,7 +90,7 @@ private func xread(_ ctx: CommandContext, group withGroup: Bool) throws {
     for k in 0..<keyCount {
         let stream = try ctx.keyspace.loadStream(keys[k], read: true)?.value
         if let groupName, stream?.groups[groupName] == nil {
-            throw ReplyError("NOGROUP No such key '\(String(decoding: keys[k], as: UTF8.self))' or consumer group "
+            throw ReplyError("NOGROUP No such key '\(String(keepingBytes: keys[k]))' or consumer group "
                 + "'\(String(decoding: groupName, as: UTF8.self))' in XREADGROUP with GROUP option")
         }
         let idArg = args[streamsAt + keyCount + k]

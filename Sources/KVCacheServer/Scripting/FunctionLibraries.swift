@@ -100,7 +100,7 @@ struct LibraryMetadata {
                 name = String(decoding: part.dropFirst(5), as: UTF8.self)
                 continue
             }
-            throw ReplyError("ERR Invalid metadata value given: \(String(decoding: part, as: UTF8.self))")
+            throw ReplyError("ERR Invalid metadata value given: \(String(keepingBytes: part))")
         }
         guard let name else { throw ReplyError("ERR Library name was not given") }
         self.name = name

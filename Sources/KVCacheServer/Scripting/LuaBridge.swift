@@ -1,4 +1,5 @@
 import CLuaScripting
+import RESP
 
 /// The one file where Swift meets the Lua interpreter (`kvlua`, in C):
 /// the interpreter's handle, the callbacks Lua makes into the server, and
@@ -161,7 +162,7 @@ final class LuaInterpreter {
         defer { kvlua_reply_free(&reply) }
         let bytes = reply.data.map { Array(UnsafeRawBufferPointer(start: $0, count: reply.len)) } ?? []
         if reply.is_error != 0 {
-            return .error(String(decoding: bytes, as: UTF8.self), counted: reply.ignore_stats != 0)
+            return .error(String(keepingBytes: bytes), counted: reply.ignore_stats != 0)
         }
         return .reply(bytes)
     }

@@ -81,12 +81,12 @@ final class Scripting: LuaInterpreter.Host {
             throw ReplyError("ERR Invalid engine in script shebang")
         }
         guard parts[0] == Array("#!lua".utf8) else {
-            throw ReplyError("ERR Unexpected engine in script shebang: \(String(decoding: parts[0], as: UTF8.self))")
+            throw ReplyError("ERR Unexpected engine in script shebang: \(String(keepingBytes: parts[0]))")
         }
         var flags: ScriptFlags = []
         for part in parts.dropFirst() {
             guard part.starts(with: Array("flags=".utf8)) else {
-                throw ReplyError("ERR Unknown lua shebang option: \(String(decoding: part, as: UTF8.self))")
+                throw ReplyError("ERR Unknown lua shebang option: \(String(keepingBytes: part))")
             }
             let list = part.dropFirst(6)
             guard !list.isEmpty else { continue }

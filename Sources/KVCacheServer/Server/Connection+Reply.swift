@@ -39,6 +39,6 @@ extension Connection {
 
     /// Free text (INFO, CLIENT LIST): a verbatim string in RESP3, a bulk string in RESP2.
     func replyVerbatim(_ text: String) {
-        RESPEncoder.verbatim(Array(text.utf8), format: "txt", into: &output, version: protocolVersion)
+        RESPEncoder.verbatim(text.keptBytes, format: "txt", into: &output, version: protocolVersion)
     }
 }
