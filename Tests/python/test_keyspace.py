@@ -165,6 +165,34 @@ def test_scan_count_1_returns_few_keys_per_call(c):
     assert set(seen) == {f"k{i}".encode() for i in range(20)}
 
 
+def test_scan_cursors_survive_a_lua_number(c):
+    """A cursor is below 2^53, as Redis's are, so a script's tonumber(cursor)
+    (a Lua double) gives it back exactly: the usual SCAN-and-DEL script
+    (fakeredis's test_deleting_while_scan) once met "invalid cursor"."""
+    c.command("MSET", *[x for i in range(300) for x in (f"key-{i}", "v")])
+    cursor = b"0"
+    while True:
+        cursor, _ = check_scan_reply(c.command("SCAN", cursor, "COUNT", "7"))
+        assert int(cursor) < 2 ** 53
+        if cursor == b"0":
+            break
+    script = """
+        local cursor = 0
+        local seen = 0
+        repeat
+            local result = redis.call('SCAN', cursor)
+            for _, key in ipairs(result[2]) do
+                seen = seen + 1
+                redis.call('DEL', key)
+            end
+            cursor = tonumber(result[1])
+        until cursor == 0
+        return seen
+    """
+    assert c.command("EVAL", script, "0") == 300
+    assert c.command("DBSIZE") == 0
+
+
 def test_scan_returns_keys_present_throughout_despite_changes(c):
     stable = {f"stable:{i}".encode() for i in range(200)}
     doomed = [f"doomed:{i}" for i in range(100)]

@@ -23,6 +23,14 @@ def test_zadd_and_scores(c):
     assert c.command("ZRANGE", "z", "0", "-1") == [b"lo", b"c", b"b", b"a", b"hi"]
 
 
+def test_a_score_of_minus_zero_is_kept_as_zero_in_a_small_sorted_set(c):
+    # Redis's listpack keeps a whole-number score as that integer: -0 is 0 there.
+    assert c.command("ZADD", "z", "-0.0", "a") == 1
+    assert c.command("ZSCORE", "z", "a") == b"0"
+    assert c.command("ZADD", "z", "0.0", "a") == 0
+    assert c.command("ZSCORE", "z", "a") == b"0"
+
+
 def test_zadd_options(c):
     c.command("ZADD", "z", "1", "a", "2", "b")
     assert c.command("ZADD", "z", "NX", "5", "a", "3", "c") == 1

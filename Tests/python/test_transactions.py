@@ -39,6 +39,19 @@ def test_queueing_errors_abort_exec(c):
     assert c.command("GET", "t:x") is None
 
 
+def test_exec_refused_is_execabort_in_multi_or_not(c):
+    """EXEC that cannot run (here: wrong arity) answers EXECABORT, in MULTI
+    or not, with the reason as Redis's rejectCommandFormat words it (no
+    ERR), and drops the transaction (fakeredis's test_exec_bad_arguments)."""
+    abort = ("error", "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command")
+    assert c.command("EXEC", "x") == abort
+    assert c.command("MULTI") == "OK"
+    assert c.command("SET", "a", "1") == "QUEUED"
+    assert c.command("EXEC", "x") == abort
+    assert c.command("EXEC") == ("error", "ERR EXEC without MULTI")
+    assert c.command("EXISTS", "a") == 0
+
+
 def test_transaction_errors(c):
     assert c.command("EXEC") == ("error", "ERR EXEC without MULTI")
     assert c.command("DISCARD") == ("error", "ERR DISCARD without MULTI")

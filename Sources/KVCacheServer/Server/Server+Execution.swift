@@ -564,15 +564,18 @@ extension Server {
     }
 
     /// Refuses the command about to run, as Redis's `rejectCommand`: inside
-    /// MULTI a refused command fails the transaction, and a refused EXEC
-    /// drops it whole (`execCommandAbort`: `EXECABORT Transaction discarded
-    /// because of: <the reason>`).
+    /// MULTI a refused command fails the transaction, and a refused EXEC,
+    /// in MULTI or not, drops it whole (`execCommandAbort`: `EXECABORT
+    /// Transaction discarded because of: <the reason>`, the reason without
+    /// the `ERR ` that Redis's `rejectCommandFormat` never put there; a
+    /// NOPERM or OOM keeps its code).
     func reject(_ connection: Connection, _ error: ReplyError, stats: CommandStats?) {
         var reply = error
-        if connection.lastCommand == "exec", connection.transaction != nil {
+        if connection.lastCommand == "exec" {
             connection.transaction = nil
-            unwatchAll(connection)
-            reply = ReplyError("EXECABORT Transaction discarded because of: \(error.text)")
+            unwatchAll(connection)  // discardTransaction unwatches, in MULTI or not
+            let reason = error.text.hasPrefix("ERR ") ? String(error.text.dropFirst(4)) : error.text
+            reply = ReplyError("EXECABORT Transaction discarded because of: \(reason)")
         } else if let transaction = connection.transaction {
             transaction.failed = true
         }

@@ -6,22 +6,29 @@ extension CacheEngine {
     /// - Returns: the live keys of about `count` entries (of `kind`, when
     ///   given), and the cursor to continue from (0 when done). A key
     ///   present for the whole scan is returned exactly once: keys sharing
-    ///   the cursor's 64-bit prefix are never split between steps.
+    ///   a cursor's prefix are never split between steps.
+    ///
+    /// A cursor is the digest's first `cursorBits` bits (53): below 2^53,
+    /// as Redis's cursors are at any size a dict reaches, so a script's
+    /// `tonumber(cursor)` (a Lua double) gives it back exactly; a cursor
+    /// of 64 bits came back from Lua as `1.5807634692070441e+18`, an
+    /// invalid cursor. A cursor past 2^53 - 1 ends the scan.
     public func scan(cursor: UInt64, count: Int, kind: ValueKind? = nil) throws(SQLiteKVCache.Error)
         -> (keys: [[UInt8]], next: UInt64)
     {
-        let start = KeyDigest(w0: cursor)
+        guard cursor < 1 << Self.cursorBits else { return ([], 0) }
+        let start = KeyDigest(w0: cursor << Self.cursorShift)
         let now = nowMilliseconds()
         let limit = max(1, count)
         var fileRows: [CacheFile.ListedRow] = []
         var fileEnded = true
-        if !fileVoid { (fileRows, fileEnded) = try file.scanPage(from: start, limit: limit) }
+        if !fileVoid { (fileRows, fileEnded) = try file.scanPage(from: start, limit: limit, prefixRest: Self.cursorPrefixRest) }
         let memory = table.unapplied(from: start, limit: limit)
         // Both lists are complete up to `bound` (a 64-bit prefix): the file's
         // up to its last row's prefix, memory's up to the end of the 12-bit
         // bucket it stopped in.
         var bound = UInt64.max
-        if !fileEnded, let last = fileRows.last { bound = last.digest.w0 }
+        if !fileEnded, let last = fileRows.last { bound = last.digest.w0 | Self.cursorPrefixRest }
         if memory.count >= limit, let last = memory.last { bound = min(bound, last.digest.w0 | (UInt64.max >> UInt64(KeyTable.indexBits))) }
         let done = bound == .max && fileEnded && memory.count < limit
 
@@ -42,8 +49,14 @@ extension CacheEngine {
             found.append((digest, slot.key))
         }
         found.sort { $0.0 < $1.0 }
-        return (found.map(\.1), done || bound == .max ? 0 : bound + 1)
+        return (found.map(\.1), done || bound == .max ? 0 : (bound + 1) >> Self.cursorShift)
     }
+
+    /// Bits of the digest a SCAN cursor holds, and the low bits of the
+    /// first word it leaves out (all set: the end of a cursor's prefix).
+    static let cursorBits: UInt64 = 53
+    static let cursorShift: UInt64 = 64 - cursorBits
+    static let cursorPrefixRest: UInt64 = (1 << cursorShift) - 1
 
     /// Every live key, in digest order.
     public func keys() throws(SQLiteKVCache.Error) -> [[UInt8]] {

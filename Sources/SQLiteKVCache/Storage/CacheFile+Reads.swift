@@ -101,9 +101,13 @@ extension CacheFile {
     }
 
     /// Rows in digest order from `start` (inclusive), at most `limit`,
-    /// and then every further row sharing the last one's 64-bit prefix.
+    /// and then every further row sharing the last one's prefix: its first
+    /// word with the low `prefixRest` bits cleared (a scan's cursor then
+    /// skips past that prefix).
     /// - Returns: the rows and whether the table ended within them.
-    func scanPage(from start: KeyDigest, limit: Int) throws(SQLiteKVCache.Error) -> (rows: [ListedRow], ended: Bool) {
+    func scanPage(from start: KeyDigest, limit: Int, prefixRest: UInt64) throws(SQLiteKVCache.Error)
+        -> (rows: [ListedRow], ended: Bool)
+    {
         try read {
             let stmt = try reader.statement(
                 "SELECT \(Self.listedColumns) FROM entries WHERE digest >= ? ORDER BY digest LIMIT ?")
@@ -118,10 +122,11 @@ extension CacheFile {
                 "SELECT \(Self.listedColumns) FROM entries WHERE digest > ? AND digest < ? ORDER BY digest")
             defer { same.reset() }
             last.digest.withBytes { same.bind(1, $0) }
-            if last.digest.w0 == .max {
+            let prefixEnd = last.digest.w0 | prefixRest
+            if prefixEnd == .max {
                 same.bind(2, [UInt8](repeating: 0xff, count: 33))  // above every 32-byte digest
             } else {
-                KeyDigest(w0: last.digest.w0 + 1).withBytes { same.bind(2, $0) }
+                KeyDigest(w0: prefixEnd + 1).withBytes { same.bind(2, $0) }
             }
             while try same.step() { rows.append(listed(same)) }
             return (rows, false)
