@@ -7,7 +7,9 @@
 /// `errorstat_\xff\xfeBAD` in INFO), where `String(decoding:as:)` put
 /// U+FFFD in their place. Valid UTF-8 is kept as it is, except the
 /// encodings of those 128 private-use scalars, whose three bytes are kept
-/// one by one: every byte string comes back whole.
+/// one by one: every byte string comes back whole. Text quoting a client's
+/// bytes is made with this initializer: one made by `String(decoding:as:)`
+/// that holds such a scalar would go out with a byte in its place.
 extension String {
     public init(keepingBytes bytes: some Collection<UInt8>) {
         if let text = String(validating: bytes, as: UTF8.self), !text.utf8.contains(0xEF) {

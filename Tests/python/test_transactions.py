@@ -50,6 +50,9 @@ def test_exec_refused_is_execabort_in_multi_or_not(c):
     assert c.command("EXEC", "x") == abort
     assert c.command("EXEC") == ("error", "ERR EXEC without MULTI")
     assert c.command("EXISTS", "a") == 0
+    # An unknown command right after an EXEC is not taken for one.
+    assert c.command("EXEC") == ("error", "ERR EXEC without MULTI")
+    assert c.command("NOSUCHCOMMAND")[1].startswith("ERR unknown command 'NOSUCHCOMMAND'")
 
 
 def test_transaction_errors(c):

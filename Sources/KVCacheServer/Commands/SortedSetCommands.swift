@@ -168,7 +168,15 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
     for j in 0..<elements {
         let member = ctx.args.bytes(scoreIndex + 2 * j + 1)
         var score = scores[j]
-        if let current = zset.score(member) {
+        let current = zset.score(member)
+        // A score of -0 stays in the small encoding as 0, as Redis's listpack
+        // keeps a whole-number score as that integer (zzlInsertAt's double2ll):
+        // ZSCORE answers "0". A member that makes the set large goes in as -0,
+        // as Redis converts first. The reply of INCR is the score computed.
+        let staysSmall = !zset.large && (current != nil || (zset.count < ctx.limits.zsetMaxListpackEntries
+            && member.count <= ctx.limits.zsetMaxListpackValue))
+        func stored(_ score: Double) -> Double { staysSmall && score == 0 ? 0 : score }
+        if let current {
             if nx { continue }
             if incr {
                 score += current
@@ -181,11 +189,11 @@ private func zadd(_ ctx: CommandContext, incr incrCommand: Bool) throws {
             processed += 1
             lastScore = score
             if score != current {
-                zset.set(member, score: score)
+                zset.set(member, score: stored(score))
                 updated += 1
             }
         } else if !xx {
-            zset.set(member, score: score)
+            zset.set(member, score: stored(score))
             zset.noteInsert(member, limits: ctx.limits)
             added += 1
             processed += 1

@@ -21,7 +21,7 @@ let streamGroupCommands: [Command] = [
             group: "stream", summary: "Changes, or acquires, ownership of messages in a consumer group.", handler: xautoclaim),
 ]
 
-private func quoted(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+private func quoted(_ bytes: [UInt8]) -> String { String(keepingBytes: bytes) }
 
 /// Redis's addReplySubcommandSyntaxError.
 private func subcommandSyntaxError(_ ctx: CommandContext) -> ReplyError {

@@ -34,7 +34,7 @@ private func xinfo(_ ctx: CommandContext) throws {
         let name = ctx.args.bytes(3)
         guard let group = stream.groups[name] else {
             throw ReplyError("NOGROUP No such consumer group '\(String(keepingBytes: name))' for key name "
-                + "'\(String(decoding: key, as: UTF8.self))'")
+                + "'\(String(keepingBytes: key))'")
         }
         let now = Server.nowMilliseconds()
         let consumers = group.sortedConsumers
@@ -84,7 +84,7 @@ private func streamInfo(_ ctx: CommandContext, _ stream: StreamValue) throws {
     var count: Int64 = 10
     if options > 0 {
         let syntax = ReplyError("ERR unknown subcommand or wrong number of arguments for "
-            + "'\(String(decoding: ctx.args[1].prefix(128), as: UTF8.self))'. Try XINFO HELP.")
+            + "'\(String(keepingBytes: ctx.args[1].prefix(128)))'. Try XINFO HELP.")
         guard options == 1 || options == 3, ctx.option(3) == "full" else { throw syntax }
         if options == 3 {
             guard ctx.option(4) == "count" else { throw syntax }

@@ -91,7 +91,7 @@ private func xread(_ ctx: CommandContext, group withGroup: Bool) throws {
         let stream = try ctx.keyspace.loadStream(keys[k], read: true)?.value
         if let groupName, stream?.groups[groupName] == nil {
             throw ReplyError("NOGROUP No such key '\(String(keepingBytes: keys[k]))' or consumer group "
-                + "'\(String(decoding: groupName, as: UTF8.self))' in XREADGROUP with GROUP option")
+                + "'\(String(keepingBytes: groupName))' in XREADGROUP with GROUP option")
         }
         let idArg = args[streamsAt + keyCount + k]
         if idArg.elementsEqual([UInt8(ascii: "$")]) {

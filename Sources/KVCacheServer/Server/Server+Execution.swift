@@ -219,6 +219,7 @@ extension Server {
             return
         }
         guard let command = lookupCommand(args[0]) else {
+            connection.lastCommand = "NULL"  // Redis's c->lastcmd: CLIENT LIST's cmd=NULL, and not the EXEC before
             reject(connection, CommandTable.unknownCommandError(args), stats: nil)
             return
         }

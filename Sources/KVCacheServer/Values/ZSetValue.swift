@@ -112,11 +112,7 @@ final class ZSetValue: LiveValue {
     }
 
     /// Inserts `member` at `score`, or moves it there. The caller checks the encoding (`noteInsert`).
-    /// In the small encoding a score of -0 is kept as 0, as Redis's
-    /// listpack keeps a score that is a whole number as that integer
-    /// (`zzlInsertAt`'s `double2ll`): ZSCORE then answers "0".
     func set(_ member: [UInt8], score: Double) {
-        let score = !large && score == 0 ? 0 : score
         if let old = entries[member] {
             if old.score == score { return }
             tree.remove(member, score: old.score)
