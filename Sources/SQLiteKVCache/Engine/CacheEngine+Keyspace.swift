@@ -24,9 +24,9 @@ extension CacheEngine {
         var fileEnded = true
         if !fileVoid { (fileRows, fileEnded) = try file.scanPage(from: start, limit: limit, prefixRest: Self.cursorPrefixRest) }
         let memory = table.unapplied(from: start, limit: limit)
-        // Both lists are complete up to `bound` (a 64-bit prefix): the file's
-        // up to its last row's prefix, memory's up to the end of the 12-bit
-        // bucket it stopped in.
+        // Both lists are complete up to `bound` (the end of a cursor's prefix):
+        // the file's up to the end of its last row's 53-bit prefix, memory's up
+        // to the end of the 12-bit bucket it stopped in.
         var bound = UInt64.max
         if !fileEnded, let last = fileRows.last { bound = last.digest.w0 | Self.cursorPrefixRest }
         if memory.count >= limit, let last = memory.last { bound = min(bound, last.digest.w0 | (UInt64.max >> UInt64(KeyTable.indexBits))) }
