@@ -45,6 +45,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from toollib import HOST, default_binary, free_port  # noqa: E402
+import benchlib as bl  # noqa: E402  (on the path toollib set)
 
 SUITES = {
     "redis-py": {
@@ -112,44 +113,27 @@ def port_is_free(port: int) -> bool:
             return False
 
 
-class Server:
-    """redis-server or kvcache-server on a port, in a temporary directory."""
-
-    def __init__(self, kind: str, binary: str, port: int):
-        self.kind, self.port = kind, port
-        self.dir = tempfile.mkdtemp(prefix=f"client-suite-{kind}-")
-        common = ["--port", str(port), "--bind", HOST, "--dir", self.dir, "--enable-debug-command", "yes"]
+def start_server(kind: str, binary: str, port: int) -> bl.Server:
+    """redis-server or kvcache-server on `port`, in a temporary directory,
+    once PING answers (benchlib's Server, spawn and wait_ready)."""
+    def argv(p, d) -> list[str]:
+        common = ["--port", str(p), "--bind", HOST, "--dir", d, "--enable-debug-command", "yes"]
         if kind == "redis":
-            cmd = ["redis-server", *common, "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""]
-        else:
-            cmd = [binary, *common]
-        self.log = open(os.path.join(self.dir, "server.log"), "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection((HOST, port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
-                        return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"{kind} did not start on port {port}")
+            return ["redis-server", *common, "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""]
+        return [binary, *common]
+    server = bl.Server(f"client-suite-{kind}", argv, kind, pin=False)
+    server.spawn(port)
+    try:
+        bl.wait_ready(port, server.proc, timeout=20)
+    except RuntimeError as e:
+        stop_server(server)
+        raise RuntimeError(f"{kind} did not start on port {port}: {e}")
+    return server
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+
+def stop_server(server: bl.Server) -> None:
+    server.stop(timeout=20)
+    shutil.rmtree(server.dir, ignore_errors=True)
 
 
 def outcomes(xml_path: str) -> dict[str, tuple[str, str]]:
@@ -198,7 +182,7 @@ def run_suite(suite: str, args, binary: str) -> list[dict]:
                     return results
             else:
                 port = free_port()
-            server = Server(kind, binary, port)
+            server = start_server(kind, binary, port)
             xml_path = os.path.join(tempfile.gettempdir(), f"client-suite-{suite}{label}-{kind}-{os.getpid()}.xml")
             cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml_path}", *pytest_args]
             if suite == "redis-py":
@@ -213,7 +197,7 @@ def run_suite(suite: str, args, binary: str) -> list[dict]:
             except subprocess.TimeoutExpired:
                 tail = [f"stopped after {args.timeout} s"]
             finally:
-                server.stop()
+                stop_server(server)
             per_server[kind] = outcomes(xml_path)
             print(f"{suite} {label} {kind}: {' '.join(tail)} ({time.monotonic() - started:.0f} s)", flush=True)
         redis, kv = per_server["redis"], per_server["kvcache"]
