@@ -131,6 +131,29 @@ def test_sscan_survives_removals_during_the_scan(c):
     assert kept <= seen
 
 
+@pytest.mark.parametrize("kind", ["set", "hash", "zset"])
+def test_a_collection_scan_returns_no_member_twice_after_a_removal(c, kind):
+    # As fakeredis's own tests check against a real server: a member not
+    # yet returned is removed mid-scan; every other one comes back once.
+    names = ["%d" % i for i in range(600)]
+    add, remove, scan, step = {
+        "set": ("SADD", "SREM", "SSCAN", 1),
+        "hash": ("HSET", "HDEL", "HSCAN", 2),
+        "zset": ("ZADD", "ZREM", "ZSCAN", 2),
+    }[kind]
+    args = names if kind == "set" else [x for n in names for x in ((n, "v") if kind == "hash" else ("1", n))]
+    c.command(add, "k", *args)
+    cursor, batch = c.command(scan, "k", "0")
+    seen = batch[::step]
+    assert cursor != b"0" and len(seen) < 600
+    victim = next(n.encode() for n in names if n.encode() not in seen)
+    assert c.command(remove, "k", victim) == 1
+    while cursor != b"0":
+        cursor, batch = c.command(scan, "k", cursor)
+        seen += batch[::step]
+    assert len(seen) == len(set(seen)) == 599 and victim not in seen
+
+
 def test_scan_options_and_errors(c):
     c.command("SADD", "s", "apple", "banana", "avocado")
     cursor, found = c.command("SSCAN", "s", "0", "MATCH", "a*")

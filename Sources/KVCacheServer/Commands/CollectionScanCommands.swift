@@ -4,10 +4,9 @@ import SQLiteKVCache
 /// SSCAN, HSCAN and ZSCAN (Redis's scanGenericCommand over a collection),
 /// and HRANDFIELD. A collection in Redis's small encoding (intset,
 /// listpack) answers whole in one call with cursor 0, as Redis does. A
-/// large one is walked by position from its end: its members sit in an
-/// array where a removal moves the last member into the hole and an
-/// addition appends, so walking toward the start returns every member
-/// present for the whole scan at least once, whatever changes meanwhile.
+/// large one is walked by slot from its end (`MemberSlots.scan`): every
+/// member present for the whole scan is returned, once unless the slots'
+/// holes were closed up meanwhile, whatever else changes.
 let collectionScanCommands: [Command] = [
     Command(name: "sscan", arity: -3, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1,
             group: "set", summary: "Iterates over the members of a set.", handler: { try collectionScan($0, .set) }),
@@ -46,44 +45,39 @@ private func collectionScan(_ ctx: CommandContext, _ kind: ValueKind) throws {
         }
         i += 2
     }
-    let size = value.count
-    let whole: Bool
-    switch value {
-    case let set as SetValue: whole = !set.large
-    case let hash as HashValue: whole = !hash.large
-    case let zset as ZSetValue: whole = !zset.large
-    default: whole = true
-    }
-    // Positions [low, high) this call returns.
-    var high = size, low = 0
-    if !whole {
-        if cursor != 0 { high = cursor > UInt64(size) ? size : Int(cursor) }
-        low = max(0, high - count)
-    }
     var items: [[UInt8]] = []
-    for position in stride(from: high - 1, through: low, by: -1) {
-        switch value {
-        case let set as SetValue:
-            let member = set.member(at: whole ? size - 1 - position : position)
-            if pattern.map({ globMatch($0, member) }) ?? true { items.append(member) }
-        case let hash as HashValue:
-            let at = whole ? size - 1 - position : position
-            if pattern.map({ globMatch($0, hash.fields[at]) }) ?? true {
-                items.append(hash.fields[at])
-                items.append(hash.values[at])
-            }
-        case let zset as ZSetValue:
-            let (member, score) = whole ? zset.element(at: size - 1 - position) : zset.slot(position)
-            if pattern.map({ globMatch($0, member) }) ?? true {
-                items.append(member)
-                items.append(formatDouble(score))
-            }
-        default:
-            break
+    func matches(_ member: [UInt8]) -> Bool { pattern.map { globMatch($0, member) } ?? true }
+    let limit = Int(min(cursor, UInt64(Int.max)))
+    var next = 0
+    switch value {
+    case let set as SetValue:
+        if set.large {
+            next = set.scan(below: limit, count: count) { if matches($0) { items.append($0) } }
+        } else {
+            set.forEach { if matches($0) { items.append($0) } }
         }
+    case let hash as HashValue:
+        let add = { (pair: HashValue.Pair) in
+            if matches(pair.field) { items += [pair.field, pair.value] }
+        }
+        if hash.large { next = hash.scan(below: limit, count: count, add) } else { hash.forEach(add) }
+    case let zset as ZSetValue:
+        let add = { (member: [UInt8], score: Double) in
+            if matches(member) { items += [member, formatDouble(score)] }
+        }
+        if zset.large {
+            next = zset.scan(below: limit, count: count, add)
+        } else {
+            zset.forEach(fromRank: 0) { member, score in
+                add(member, score)
+                return true
+            }
+        }
+    default:
+        break
     }
     ctx.connection.replyArrayHeader(2)
-    ctx.connection.replyBulk(String(whole ? 0 : low))
+    ctx.connection.replyBulk(String(next))
     ctx.connection.replyBulkArray(items)
 }
 
@@ -95,7 +89,7 @@ private func hrandfield(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(hash.fields[ctx.randomIndex(hash.count)])
+        ctx.connection.replyBulk(hash.randomPair(ctx.randomIndex).field)
         return
     }
     let requested = try randomCount(ctx, 2, pairs: ctx.args.count == 4)
@@ -105,14 +99,14 @@ private func hrandfield(_ ctx: CommandContext) throws {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    let positions = requested > 0 ? distinctRandomPositions(hash.count, requested, ctx)
-        : (0..<Int(requested.magnitude)).map { _ in ctx.randomIndex(hash.count) }
+    let picked = requested > 0 ? hash.distinctRandomPairs(requested, ctx.randomIndex)
+        : (0..<Int(requested.magnitude)).map { _ in hash.randomPair(ctx.randomIndex) }
     let c = ctx.connection
     let pairs = withValues && c.protocolVersion >= 3
-    c.replyArrayHeader(withValues && !pairs ? positions.count * 2 : positions.count)
-    for i in positions {
+    c.replyArrayHeader(withValues && !pairs ? picked.count * 2 : picked.count)
+    for pair in picked {
         if pairs { c.replyArrayHeader(2) }
-        c.replyBulk(hash.fields[i])
-        if withValues { c.replyBulk(hash.values[i]) }
+        c.replyBulk(pair.field)
+        if withValues { c.replyBulk(pair.value) }
     }
 }

@@ -282,9 +282,9 @@ private func valueDigest(_ entry: StoredEntry) throws -> [UInt8] {
     case let set as SetValue:
         for member in set.allMembers.sorted(by: { $0.lexicographicallyPrecedes($1) }) { add(member) }
     case let hash as HashValue:
-        for i in hash.fields.indices.sorted(by: { hash.fields[$0].lexicographicallyPrecedes(hash.fields[$1]) }) {
-            add(hash.fields[i])
-            add(hash.values[i])
+        for pair in hash.allPairs.sorted(by: { $0.field.lexicographicallyPrecedes($1.field) }) {
+            add(pair.field)
+            add(pair.value)
         }
     case let zset as ZSetValue:
         zset.forEach(fromRank: 0) { member, score in

@@ -83,9 +83,9 @@ private func hgetall(_ ctx: CommandContext, keys: Bool, values: Bool) throws {
     }
     if keys && values {
         c.replyMapHeader(hash.count)
-        for i in 0..<hash.count {
-            c.replyBulk(hash.fields[i])
-            c.replyBulk(hash.values[i])
+        hash.forEach { pair in
+            c.replyBulk(pair.field)
+            c.replyBulk(pair.value)
         }
     } else {
         c.replyBulkArray(keys ? hash.fields : hash.values)

@@ -93,21 +93,21 @@ extension Keyspace {
         case .set:
             guard let set = try loadSet(key)?.value else { return nil }
             if set.large {
-                value = RedisFootprint.hashtableSet(set.allMembers, count: set.count, samples: samples)
+                value = RedisFootprint.hashtableSet(set.hashtableMembers, count: set.count, samples: samples)
             } else {
                 value = RedisFootprint.intset(set.allMembers.compactMap(parseStrictInt64))
             }
         case .hash:
             guard let hash = try loadHash(key)?.value else { return nil }
             if hash.large {
-                value = RedisFootprint.hashtableHash(zip(hash.fields, hash.values), count: hash.count, samples: samples)
+                value = RedisFootprint.hashtableHash(hash.lazyPairs.lazy.map { ($0.field, $0.value) }, count: hash.count, samples: samples)
             } else {
-                value = RedisFootprint.object + RedisFootprint.listpack(zip(hash.fields, hash.values).flatMap { [$0, $1] })
+                value = RedisFootprint.object + RedisFootprint.listpack(hash.allPairs.flatMap { [$0.field, $0.value] })
             }
         case .zset:
             guard let zset = try loadZSet(key)?.value else { return nil }
             if zset.large {
-                value = RedisFootprint.skiplist(zset.slots, count: zset.count, samples: samples)
+                value = RedisFootprint.skiplist(zset.lazyUnorderedMembers, count: zset.count, samples: samples)
             } else {
                 value = RedisFootprint.object + RedisFootprint.listpack(
                     zset.allElements.flatMap { [$0.member, RedisFootprint.scoreEntry($0.score)] })

@@ -35,12 +35,9 @@ private func intersection(_ sets: [SetValue], limit: Int = 0) -> [[UInt8]] {
     let ordered = sets.sorted { $0.count < $1.count }
     let first = ordered[0]
     var result: [[UInt8]] = []
-    for i in 0..<first.count {
-        let member = first.member(at: i)
-        if ordered.dropFirst().allSatisfy({ $0 === first || $0.contains(member) }) {
-            result.append(member)
-            if limit > 0 && result.count >= limit { break }
-        }
+    for member in first.allMembers where ordered.dropFirst().allSatisfy({ $0 === first || $0.contains(member) }) {
+        result.append(member)
+        if limit > 0 && result.count >= limit { break }
     }
     return result
 }
@@ -97,14 +94,13 @@ private func sunionDiff(_ ctx: CommandContext, _ op: SetOperation, store: Bool) 
     switch op {
     case .union:
         for set in sets.compactMap({ $0 }) {
-            for i in 0..<set.count { result.add(set.member(at: i), limits: ctx.limits) }
+            set.forEach { result.add($0, limits: ctx.limits) }
         }
     case .diff:
         guard let base = sets[0] else { break }
         let others = sets.dropFirst().compactMap { $0 }
         if others.contains(where: { $0 === base }) { break }
-        for i in 0..<base.count {
-            let member = base.member(at: i)
+        base.forEach { member in
             if !others.contains(where: { $0.contains(member) }) { result.add(member, limits: ctx.limits) }
         }
     case .inter:

@@ -83,7 +83,7 @@ private func srandmember(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(set.member(at: ctx.randomIndex(set.count)))
+        ctx.connection.replyBulk(set.randomMember(ctx.randomIndex))
         return
     }
     let requested = try ctx.integer(2)
@@ -95,7 +95,7 @@ private func srandmember(_ ctx: CommandContext) throws {
         return
     }
     guard requested < 0 || requested == 1 else {
-        ctx.connection.replyBulkArray(distinctRandomPositions(set.count, Int(requested), ctx).map { set.member(at: $0) })
+        ctx.connection.replyBulkArray(set.distinctRandomMembers(Int(requested), ctx.randomIndex))
         return
     }
     // With repeats: as many as asked, stopping (the client is then closed,
@@ -106,7 +106,7 @@ private func srandmember(_ ctx: CommandContext) throws {
     let count = Int(requested.magnitude)
     c.replyArrayHeader(count)
     for _ in 0..<count {
-        c.replyBulk(set.member(at: ctx.randomIndex(set.count)))
+        c.replyBulk(set.randomMember(ctx.randomIndex))
         if c.pendingOutput > bound {
             if hard == 0 { c.closeAfterReply = true }
             break
@@ -135,14 +135,12 @@ private func spop(_ ctx: CommandContext) throws {
         return
     }
     var popped: [[UInt8]]
-    if requested == nil || requested! < set.count {
-        // Highest position first, so each removal leaves the others in place.
-        let positions = requested == nil ? [ctx.randomIndex(set.count)] : distinctRandomPositions(set.count, requested!, ctx)
-        popped = positions.sorted(by: >).map { set.remove(at: $0) }
+    if let requested, requested < set.count {
+        popped = set.distinctRandomMembers(requested, ctx.randomIndex)
     } else {
-        popped = set.allMembers
-        for member in popped { set.remove(member) }
+        popped = requested == nil ? [set.randomMember(ctx.randomIndex)] : set.allMembers
     }
+    for member in popped { set.remove(member) }
     ctx.server.persistence.logCommand(as: [Array("SREM".utf8), key] + popped)
     if ctx.server.replicationFeeding {
         // Redis propagates a pop of the whole set as DEL, others as SREMs of up to 1024 members.

@@ -137,7 +137,7 @@ private func sort(_ ctx: CommandContext, readOnly: Bool) throws {
                 start = 0
             }
         } else {
-            items = (0..<zset.count).map { SortItem(element: zset.slot($0).member) }
+            items = zset.unorderedMembers.map { SortItem(element: $0) }
         }
     default:
         break

@@ -104,24 +104,6 @@ func randomCount(_ ctx: CommandContext, _ index: Int, pairs: Bool) throws -> Int
     return Int(n)
 }
 
-/// `count` distinct positions in 0..<size at random (all of them, in order,
-/// when count covers them).
-func distinctRandomPositions(_ size: Int, _ count: Int, _ ctx: CommandContext) -> [Int] {
-    if count >= size { return Array(0..<size) }
-    if count * 3 > size {
-        var indices = Array(0..<size)
-        for i in 0..<count { indices.swapAt(i, i + ctx.randomIndex(size - i)) }
-        return Array(indices.prefix(count))
-    }
-    var picked = Set<Int>()
-    var order: [Int] = []
-    while order.count < count {
-        let i = ctx.randomIndex(size)
-        if picked.insert(i).inserted { order.append(i) }
-    }
-    return order
-}
-
 /// ZRANDMEMBER key [count [WITHSCORES]]: a positive count gives distinct
 /// members, a negative one may repeat them; O(1) per member.
 private func zrandmember(_ ctx: CommandContext) throws {
@@ -130,7 +112,7 @@ private func zrandmember(_ ctx: CommandContext) throws {
             ctx.connection.replyNull()
             return
         }
-        ctx.connection.replyBulk(zset.slots[ctx.randomIndex(zset.count)])
+        ctx.connection.replyBulk(zset.randomMember(ctx.randomIndex))
         return
     }
     let requested = try randomCount(ctx, 2, pairs: ctx.args.count == 4)
@@ -140,9 +122,9 @@ private func zrandmember(_ ctx: CommandContext) throws {
         ctx.connection.replyArrayHeader(0)
         return
     }
-    let positions = requested > 0 ? distinctRandomPositions(zset.count, requested, ctx)
-        : (0..<Int(requested.magnitude)).map { _ in ctx.randomIndex(zset.count) }
-    replyElements(ctx, positions.map { zset.slot($0) }, withScores: withScores)
+    let elements = requested > 0 ? zset.distinctRandomElements(requested, ctx.randomIndex)
+        : (0..<Int(requested.magnitude)).map { _ in zset.randomElement(ctx.randomIndex) }
+    replyElements(ctx, elements, withScores: withScores)
 }
 
 enum SetOperation { case union, inter, diff }
@@ -169,12 +151,9 @@ private enum ScoredSource {
     func forEach(_ body: ([UInt8], Double) -> Bool) {
         switch self {
         case .zset(let z):
-            for i in 0..<z.count {
-                let (member, score) = z.slot(i)
-                if !body(member, score) { return }
-            }
+            z.forEachUnordered(body)
         case .set(let s):
-            for i in 0..<s.count where !body(s.member(at: i), 1) { return }
+            for member in s.allMembers where !body(member, 1) { return }
         }
     }
 

@@ -87,13 +87,13 @@ enum RDB {
         case let set as SetValue:
             out.append(ObjectType.set.rawValue)
             appendLength(set.count, to: &out)
-            for i in 0..<set.count { appendString(set.member(at: i), to: &out) }
+            set.forEach { appendString($0, to: &out) }
         case let hash as HashValue:
             out.append(ObjectType.hash.rawValue)
             appendLength(hash.count, to: &out)
-            for i in 0..<hash.count {
-                appendString(hash.fields[i], to: &out)
-                appendString(hash.values[i], to: &out)
+            hash.forEach { pair in
+                appendString(pair.field, to: &out)
+                appendString(pair.value, to: &out)
             }
         case let zset as ZSetValue:
             out.append(ObjectType.zset2.rawValue)

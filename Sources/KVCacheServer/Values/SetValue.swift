@@ -3,15 +3,15 @@ import SQLiteKVCache
 
 /// A set, in Redis 7.0's two encodings: an intset (integers only, kept
 /// sorted, at most set-max-intset-entries: O(log n) lookup and O(n)
-/// insertion, as Redis's) and a hashtable (members in an array with a
-/// dictionary from member to position: O(1) add, remove, lookup and random
-/// pick; a removal moves the last member into the hole). A live value (see
+/// insertion, as Redis's) and a hashtable (members in `MemberSlots` with a
+/// dictionary from member to slot: O(1) add, remove, lookup and random
+/// pick, and an SSCAN cursor that survives changes). A live value (see
 /// `LiveValue`), its encoded size kept as it changes.
 final class SetValue: LiveValue {
     /// The intset's members, ascending (while not `large`).
     private var ints: [Int64] = []
-    /// The hashtable's members and where each is in `members` (once `large`).
-    private var members: [[UInt8]] = []
+    /// The hashtable's members and each one's slot in `members` (once `large`).
+    private var members = MemberSlots<[UInt8]>()
     private var positions: [[UInt8]: Int] = [:]
     /// Whether Redis would hold it as a hashtable rather than an intset (never undone).
     private(set) var large = false
@@ -33,8 +33,8 @@ final class SetValue: LiveValue {
             positions.reserveCapacity(count)
             for _ in 0..<count {
                 let member = try reader.element()
-                guard positions.updateValue(members.count, forKey: member) == nil else { throw .corruptValue }
-                members.append(member)
+                guard positions.updateValue(members.end, forKey: member) == nil else { throw .corruptValue }
+                _ = members.append(member)
                 bodySize += Self.cost(member)
             }
         } else {
@@ -62,7 +62,7 @@ final class SetValue: LiveValue {
     func encoded() -> [UInt8] {
         var out = CollectionCodec.header(large: large, count: count, capacity: bodySize)
         if large {
-            for member in members { CollectionCodec.appendElement(member, to: &out) }
+            members.forEach { CollectionCodec.appendElement($0, to: &out) }
         } else {
             for value in ints { CollectionCodec.appendElement(Self.text(value), to: &out) }
         }
@@ -81,8 +81,9 @@ final class SetValue: LiveValue {
         value.members = members
         if positions.count == members.count {
             swap(&value.positions, &positions)
-        } else {  // given away already (another entry held this frozen value)
-            value.positions = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1, $0) })
+        } else {  // given away already (another entry held this frozen value): slots rebuilt
+            value.members = MemberSlots(members.elements)
+            value.positions = Dictionary(uniqueKeysWithValues: value.members.elements.enumerated().map { ($1, $0) })
         }
         value.large = large
         value.bodySize = bodySize
@@ -121,11 +122,36 @@ final class SetValue: LiveValue {
         return intsetIndex(value).found
     }
 
-    /// The member at `index` (0..<count): an intset's in order, a hashtable's in no particular order.
-    func member(at index: Int) -> [UInt8] { large ? members[index] : Self.text(ints[index]) }
+    /// A member at random (the set is not empty); `random(n)` picks one in 0..<n.
+    func randomMember(_ random: (Int) -> Int) -> [UInt8] {
+        large ? members[members.randomSlot(random)]! : Self.text(ints[random(ints.count)])
+    }
+
+    /// `n` distinct members at random (all of them when `n` covers them).
+    func distinctRandomMembers(_ n: Int, _ random: (Int) -> Int) -> [[UInt8]] {
+        if large { return members.distinctRandomSlots(n, random).map { members[$0]! } }
+        return distinctRandomIndices(ints.count, n, random).map { Self.text(ints[$0]) }
+    }
+
+    /// Calls `body` on every member: an intset's ascending, a hashtable's in no particular order.
+    func forEach(_ body: ([UInt8]) throws -> Void) rethrows {
+        if large {
+            try members.forEach(body)
+        } else {
+            for value in ints { try body(Self.text(value)) }
+        }
+    }
+
+    /// A hashtable's members (none for an intset), without building an array.
+    var hashtableMembers: some Sequence<[UInt8]> { members.lazyElements }
 
     /// Every member: an intset's ascending, a hashtable's in no particular order.
-    var allMembers: [[UInt8]] { large ? members : ints.map(Self.text) }
+    var allMembers: [[UInt8]] { large ? members.elements : ints.map(Self.text) }
+
+    /// One SSCAN step over a hashtable (see `MemberSlots.scan`).
+    func scan(below cursor: Int, count: Int, _ body: ([UInt8]) -> Void) -> Int {
+        members.scan(below: cursor, count: count, body)
+    }
 
     /// Adds `member`, switching to the hashtable encoding as Redis's
     /// `setTypeAdd` does (a non-integer, or more than set-max-intset-entries).
@@ -144,8 +170,7 @@ final class SetValue: LiveValue {
             convertToHashtable()
         }
         guard positions[member] == nil else { return false }
-        positions[member] = members.count
-        members.append(member)
+        positions[member] = members.append(member)
         bodySize += Self.cost(member)
         return true
     }
@@ -162,29 +187,18 @@ final class SetValue: LiveValue {
             return true
         }
         guard let at = positions.removeValue(forKey: member) else { return false }
-        let last = members.removeLast()
-        if at < members.count {
-            members[at] = last
-            positions[last] = at
-        }
+        members.remove(at: at) { moved, slot in positions[moved] = slot }
         bodySize -= Self.cost(member)
         return true
-    }
-
-    /// Removes the member at `index` (see `member(at:)`), returning it.
-    @discardableResult
-    func remove(at index: Int) -> [UInt8] {
-        let member = self.member(at: index)
-        remove(member)
-        return member
     }
 
     /// Moves to the hashtable encoding (members in the intset's order).
     private func convertToHashtable() {
         guard !large else { return }
         large = true
-        members = ints.map(Self.text)
-        positions = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1, $0) })
+        let texts = ints.map(Self.text)
+        members = MemberSlots(texts)
+        positions = Dictionary(uniqueKeysWithValues: texts.enumerated().map { ($1, $0) })
         ints = []
     }
 
@@ -199,12 +213,12 @@ final class SetValue: LiveValue {
         guard members.count <= limits.setMaxIntsetEntries else { return }
         var values: [Int64] = []
         values.reserveCapacity(members.count)
-        for member in members {
+        for member in members.elements {
             guard let value = parseStrictInt64(member) else { return }
             values.append(value)
         }
         ints = values.sorted()
-        members = []
+        members = MemberSlots()
         positions = [:]
         large = false
     }

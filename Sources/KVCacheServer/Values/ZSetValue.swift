@@ -3,15 +3,14 @@ import SQLiteKVCache
 /// A sorted set: members ordered by score, then by their bytes (a
 /// `ScoreTree`: O(log n) insert, remove, rank and range), and a dictionary
 /// from member to score (O(1) ZSCORE), as Redis's skiplist and dict; the
-/// members also sit in an array in no order (a removal moves the last into
-/// the hole), for O(1) random picks and a ZSCAN cursor that survives
-/// changes. A live value (see `LiveValue`): changed in place, encoded only
+/// members also sit in `MemberSlots`, for O(1) random picks and a ZSCAN
+/// cursor that survives changes. A live value (see `LiveValue`): changed in place, encoded only
 /// when the writer applies it, its encoded size kept as it changes.
 final class ZSetValue: LiveValue {
     private(set) var tree = ScoreTree()
     private var entries: [[UInt8]: (score: Double, slot: Int)] = [:]
     /// Every member, in no order.
-    private(set) var slots: [[UInt8]] = []
+    private var slots = MemberSlots<[UInt8]>()
     /// Whether Redis would hold it as a skiplist rather than a listpack.
     var large = false
     /// The bytes of the elements' encoding (without the header).
@@ -33,8 +32,8 @@ final class ZSetValue: LiveValue {
         for _ in 0..<count {
             let member = try reader.element()
             let score = try reader.double()
-            guard !score.isNaN, entries.updateValue((score, slots.count), forKey: member) == nil else { throw .corruptValue }
-            slots.append(member)
+            guard !score.isNaN, entries.updateValue((score, slots.end), forKey: member) == nil else { throw .corruptValue }
+            _ = slots.append(member)
             if let last = elements.last, !ScoreTree.precedes(last.score, last.member, score, member) {
                 throw .corruptValue
             }
@@ -81,8 +80,7 @@ final class ZSetValue: LiveValue {
         } else {
             // Given away already (another entry held this frozen value): rebuilt from the tree.
             tree.forEach(fromRank: 0, reverse: false) { member, score in
-                value.entries[member] = (score, value.slots.count)
-                value.slots.append(member)
+                value.entries[member] = (score, value.slots.append(member))
                 return true
             }
         }
@@ -119,8 +117,7 @@ final class ZSetValue: LiveValue {
             entries[member] = (score, old.slot)
         } else {
             bodySize += Self.cost(member)
-            entries[member] = (score, slots.count)
-            slots.append(member)
+            entries[member] = (score, slots.append(member))
         }
         tree.insert(member, score: score)
     }
@@ -136,11 +133,7 @@ final class ZSetValue: LiveValue {
 
     /// Takes `member` (already out of `entries`) out of the slots and the size.
     private func forget(_ member: [UInt8], slot: Int) {
-        let last = slots.removeLast()
-        if slot < slots.count {
-            slots[slot] = last
-            entries[last]?.slot = slot
-        }
+        slots.remove(at: slot) { moved, to in entries[moved]?.slot = to }
         bodySize -= Self.cost(member)
     }
 
@@ -178,10 +171,37 @@ final class ZSetValue: LiveValue {
     /// Every element, in order.
     var allElements: [(member: [UInt8], score: Double)] { elements(0..<count) }
 
-    /// The member in slot `index` (0..<count, in no particular order) and its score.
-    func slot(_ index: Int) -> (member: [UInt8], score: Double) {
-        let member = slots[index]
+    /// Calls `body` on every member and its score, in no particular order, until it returns false.
+    func forEachUnordered(_ body: ([UInt8], Double) -> Bool) {
+        for slot in 0..<slots.end {
+            if let member = slots[slot], !body(member, entries[member]!.score) { return }
+        }
+    }
+
+    /// Every member, in no particular order.
+    var unorderedMembers: [[UInt8]] { slots.elements }
+    var lazyUnorderedMembers: some Sequence<[UInt8]> { slots.lazyElements }
+
+    /// A member at random (the set is not empty); `random(n)` picks one in 0..<n.
+    func randomMember(_ random: (Int) -> Int) -> [UInt8] { slots[slots.randomSlot(random)]! }
+
+    /// A member at random and its score (the set is not empty).
+    func randomElement(_ random: (Int) -> Int) -> (member: [UInt8], score: Double) {
+        let member = randomMember(random)
         return (member, entries[member]!.score)
+    }
+
+    /// `n` distinct members at random with their scores (all of them when `n` covers them).
+    func distinctRandomElements(_ n: Int, _ random: (Int) -> Int) -> [(member: [UInt8], score: Double)] {
+        slots.distinctRandomSlots(n, random).map { slot in
+            let member = slots[slot]!
+            return (member, entries[member]!.score)
+        }
+    }
+
+    /// One ZSCAN step over a skiplist (see `MemberSlots.scan`).
+    func scan(below cursor: Int, count: Int, _ body: ([UInt8], Double) -> Void) -> Int {
+        slots.scan(below: cursor, count: count) { member in body(member, entries[member]!.score) }
     }
 
     /// How many elements have a score below `score` (or equal to it, when `orEqual`).
@@ -202,7 +222,7 @@ final class ZSetValue: LiveValue {
 
     /// Sets the encoding from the contents, as loading one from a DUMP does.
     func settleEncoding(limits: EncodingLimits) {
-        large = count > limits.zsetMaxListpackEntries || slots.contains { $0.count > limits.zsetMaxListpackValue }
+        large = count > limits.zsetMaxListpackEntries || slots.elements.contains { $0.count > limits.zsetMaxListpackValue }
     }
 
     var encodingName: String { large ? "skiplist" : "listpack" }
