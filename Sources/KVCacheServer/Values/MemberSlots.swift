@@ -2,19 +2,26 @@
 /// picks and a SSCAN/HSCAN/ZSCAN cursor that survives changes, as Redis's
 /// dict buckets are for its reverse-binary cursor.
 ///
-/// An addition takes a new slot at the end. A removal leaves a hole where
-/// the member was (holes at the end are dropped at once), so the members
-/// a scan has not reached stay where they were. A scan walks the slots
-/// from the end toward the start (`scan(below:count:_:)`): a member
-/// present for the whole scan is returned, and returned once. Once holes
-/// are more than half the slots they are closed up, members keeping their
-/// order (`moved` tells the owner each member's new slot): a member can
-/// then move below a scan's cursor and be returned twice, never be missed,
-/// as when Redis rehashes a dict under a scan.
+/// A removal leaves a hole where the member was (holes at the end are
+/// dropped at once), so the members a scan has not reached stay where they
+/// were; an addition fills a hole, or takes a new slot at the end. A scan
+/// walks the slots from the end toward the start (`scan(below:count:_:)`):
+/// a member present for the whole scan is returned, and returned once.
+/// While holes are more than half the slots, each removal also moves a few
+/// members from the end into holes (`moved` tells the owner each member's
+/// new slot), a few at a time so no single command pays for many, as
+/// Redis rehashes a step at a time. A member moved from the end can be
+/// returned twice by a scan running meanwhile, never missed: a member only
+/// ever moves toward the start, where a scan has yet to go.
 struct MemberSlots<Element> {
     private(set) var slots: [Element?] = []
     /// How many slots are holes.
     private(set) var holes = 0
+    /// Slots that were left as holes, the latest last; some may have been
+    /// filled or dropped since (checked when taken).
+    private var holeStack: [Int] = []
+    /// Members moved into holes per removal while holes pass half the slots.
+    static var movesPerRemoval: Int { 4 }
 
     init() {}
 
@@ -30,8 +37,13 @@ struct MemberSlots<Element> {
 
     mutating func reserveCapacity(_ n: Int) { slots.reserveCapacity(n) }
 
-    /// Adds `element` in a new slot at the end, returning that slot.
+    /// Adds `element` in a hole, or in a new slot at the end; returns the slot.
     mutating func append(_ element: Element) -> Int {
+        if holes > 0, let hole = takeHole() {
+            slots[hole] = element
+            holes -= 1
+            return hole
+        }
         slots.append(element)
         return slots.count - 1
     }
@@ -42,18 +54,47 @@ struct MemberSlots<Element> {
         slots[slot] = element
     }
 
-    /// Leaves a hole in `slot`, closing up the slots when holes pass half of
-    /// them; `moved` is called with each member whose slot changed and its
-    /// new slot.
+    /// Leaves a hole in `slot`. While holes pass half the slots, moves up to
+    /// `movesPerRemoval` members from the end into holes, calling `moved`
+    /// with each and its new slot.
     mutating func remove(at slot: Int, moved: (Element, Int) -> Void) {
         precondition(slots[slot] != nil, "no member in slot \(slot)")
         slots[slot] = nil
         holes += 1
+        if slot == slots.count - 1 {
+            trimEnd()
+        } else {
+            holeStack.append(slot)
+            if holeStack.count > 2 * slots.count + 64 {  // mostly filled or dropped since: listed again
+                holeStack = Array(slots.indices.filter { slots[$0] == nil }.reversed())
+            }
+        }
+        var moves = 0
+        while holes * 2 > slots.count && moves < Self.movesPerRemoval, let hole = takeHole() {
+            let last = slots.removeLast()!
+            slots[hole] = last
+            holes -= 1
+            moved(last, hole)
+            trimEnd()
+            moves += 1
+        }
+    }
+
+    /// Drops the holes at the end.
+    private mutating func trimEnd() {
         while let last = slots.last, last == nil {
             slots.removeLast()
             holes -= 1
         }
-        if holes > 16 && holes * 2 > slots.count { closeHoles(moved: moved) }
+        if holes == 0 { holeStack.removeAll(keepingCapacity: holeStack.count < 1024) }
+    }
+
+    /// A hole to fill (there are holes), below the last slot.
+    private mutating func takeHole() -> Int? {
+        while let hole = holeStack.popLast() {
+            if hole < slots.count && slots[hole] == nil { return hole }
+        }
+        return nil
     }
 
     /// Takes the member out of `slot` and moves the later ones down one
@@ -79,6 +120,7 @@ struct MemberSlots<Element> {
         }
         slots.removeLast(slots.count - to)
         holes = 0
+        holeStack = []
     }
 
     /// Calls `body` on every member, in slot order.
