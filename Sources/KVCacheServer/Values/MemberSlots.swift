@@ -150,13 +150,7 @@ struct MemberSlots<Element> {
             let live = slots.indices.filter { slots[$0] != nil }
             return distinctRandomIndices(live.count, n, random).map { live[$0] }
         }
-        var picked = Set<Int>()
-        var order: [Int] = []
-        while order.count < n {
-            let slot = randomSlot(random)
-            if picked.insert(slot).inserted { order.append(slot) }
-        }
-        return order
+        return distinctDraws(n) { randomSlot(random) }
     }
 
     /// One step of a scan: the members in the slots below `cursor` (the end
@@ -188,11 +182,16 @@ func distinctRandomIndices(_ size: Int, _ count: Int, _ random: (Int) -> Int) ->
         for i in 0..<count { indices.swapAt(i, i + random(size - i)) }
         return Array(indices.prefix(count))
     }
-    var picked = Set<Int>()
+    return distinctDraws(count) { random(size) }
+}
+
+/// `n` distinct results of `draw()`, in the order first drawn (there are at least `n`).
+private func distinctDraws(_ n: Int, _ draw: () -> Int) -> [Int] {
+    var drawn = Set<Int>()
     var order: [Int] = []
-    while order.count < count {
-        let i = random(size)
-        if picked.insert(i).inserted { order.append(i) }
+    while order.count < n {
+        let i = draw()
+        if drawn.insert(i).inserted { order.append(i) }
     }
     return order
 }
