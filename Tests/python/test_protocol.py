@@ -536,6 +536,13 @@ def test_errors_carry_the_bytes_they_quote(server):
     # The UTF-8 of U+F7FF, which the server uses for a kept byte, is kept too.
     command(b"\xef\x9f\xbf\xc3")
     assert c.read_line() == b"-ERR unknown command '\xef\x9f\xbf\xc3', with args beginning with: "
+    # An option quoted back in an error.
+    command(b"SET", b"k", b"v")
+    assert c.read_line() == b"+OK"
+    command(b"EXPIRE", b"k", b"10", b"\xffX")
+    assert c.read_line() == b"-ERR Unsupported option \xffX"
+    command(b"CLIENT", b"LIST", b"TYPE", b"n\xfe")
+    assert c.read_line() == b"-ERR Unknown client type 'n\xfe'"
     command(b"CONFIG", b"RESETSTAT")
     assert c.read_line() == b"+OK"
     command(b"EVAL", b"return redis.error_reply('\xff\xfeBAD oops')", b"0")

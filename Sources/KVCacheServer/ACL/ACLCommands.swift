@@ -49,7 +49,7 @@ private func acl(_ ctx: CommandContext) throws {
     guard let arity = arities[sub] else { throw ReplyError.unknownSubcommand(ctx.args[1], of: "acl") }
     guard arity >= 0 ? ctx.args.count == arity : ctx.args.count >= -arity else { throw ReplyError.wrongArity("acl|\(sub)") }
     if let most = maxArguments[sub], ctx.args.count > most {
-        throw ReplyError("ERR unknown subcommand or wrong number of arguments for '\(ctx.text(1))'. Try ACL HELP.")
+        throw ReplyError("ERR unknown subcommand or wrong number of arguments for '\(ctx.quoted(1))'. Try ACL HELP.")
     }
     let server = ctx.server, c = ctx.connection, registry = server.acl
     switch sub {
@@ -84,7 +84,7 @@ private func acl(_ ctx: CommandContext) throws {
             c.replyBulkArray(ACLCategory.names.map { Array($0.utf8) })
         } else {
             guard let bit = ACLCategory.bits[ctx.text(2).lowercased()] else {
-                throw ReplyError("ERR Unknown category '\(ctx.text(2))'")
+                throw ReplyError("ERR Unknown category '\(ctx.quoted(2))'")
             }
             c.replyBulkArray(ACLCommandCatalog.all.filter { $0.categories & bit != 0 }.map { Array($0.fullName.utf8) })
         }
@@ -213,10 +213,10 @@ private func log(_ ctx: CommandContext) throws {
 /// ACL DRYRUN user command arg…: whether the user could run it, in Redis's verbose words.
 private func dryRun(_ ctx: CommandContext) throws {
     let server = ctx.server
-    guard let user = server.acl.user(ctx.text(2)) else { throw ReplyError("ERR User '\(ctx.text(2))' not found") }
+    guard let user = server.acl.user(ctx.text(2)) else { throw ReplyError("ERR User '\(ctx.quoted(2))' not found") }
     let rest = Array(ctx.args.dropFirst(3))
     guard let command = server.commands.lookup(rest[0]) else {
-        throw ReplyError("ERR Command '\(ctx.text(3))' not found")
+        throw ReplyError("ERR Command '\(ctx.quoted(3))' not found")
     }
     try Arguments.withCopy(of: rest.map(\.bytes)) { args in
         guard command.accepts(argumentCount: args.count) else { throw ReplyError.wrongArity(command.name) }

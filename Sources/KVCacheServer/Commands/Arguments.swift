@@ -63,6 +63,10 @@ struct Arguments: RandomAccessCollection {
     /// The argument at `index` as text (lossy for invalid UTF-8).
     func text(_ index: Int) -> String { self[index].text }
 
+    /// The argument at `index` for an error text that quotes it: bytes that
+    /// are not UTF-8 come back to the client as sent (`String(keepingBytes:)`).
+    func quoted(_ index: Int) -> String { String(keepingBytes: self[index]) }
+
     /// The argument at `index`, lowercased ASCII, as text: for option names.
     func option(_ index: Int) -> String { self[index].lowercasedText }
 

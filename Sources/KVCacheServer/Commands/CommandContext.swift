@@ -23,6 +23,9 @@ struct CommandContext {
     /// The argument at `index` as text (lossy for invalid UTF-8).
     func text(_ index: Int) -> String { args.text(index) }
 
+    /// The argument at `index` for an error text that quotes it (`Arguments.quoted`).
+    func quoted(_ index: Int) -> String { args.quoted(index) }
+
     /// The argument at `index`, lowercased ASCII, as text: for option names.
     func option(_ index: Int) -> String { args.option(index) }
 

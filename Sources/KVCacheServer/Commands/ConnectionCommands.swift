@@ -72,7 +72,7 @@ private func hello(_ ctx: CommandContext) throws {
                 name = args.bytes(i + 1)
                 i += 2
             } else {
-                throw ReplyError("ERR Syntax error in HELLO option '\(ctx.text(i))'")
+                throw ReplyError("ERR Syntax error in HELLO option '\(ctx.quoted(i))'")
             }
         }
     }
@@ -127,7 +127,7 @@ private func client(_ ctx: CommandContext) throws {
         var listed = ctx.server.allConnections
         if ctx.args.count == 4 && ctx.option(2) == "type" {
             guard let type = clientType(named: ctx.text(3)) else {
-                throw ReplyError("ERR Unknown client type '\(ctx.text(3))'")
+                throw ReplyError("ERR Unknown client type '\(ctx.quoted(3))'")
             }
             listed = listed.filter { $0.clientType == type }
         } else if ctx.args.count > 3 && ctx.option(2) == "id" {
@@ -205,7 +205,7 @@ private func client(_ ctx: CommandContext) throws {
         try arity(4)
         let attribute = ctx.option(2)
         guard attribute == "lib-name" || attribute == "lib-ver" else {
-            throw ReplyError("ERR Unrecognized option '\(ctx.text(2))'")
+            throw ReplyError("ERR Unrecognized option '\(ctx.quoted(2))'")
         }
         c.replyOK()
     case "help":

@@ -35,7 +35,7 @@ private func expire(_ ctx: CommandContext, _ form: ExpiryForm) throws {
         case "xx": xx = true
         case "gt": gt = true
         case "lt": lt = true
-        default: throw ReplyError("ERR Unsupported option \(ctx.text(i))")
+        default: throw ReplyError("ERR Unsupported option \(ctx.quoted(i))")
         }
     }
     if nx && (xx || gt || lt) {

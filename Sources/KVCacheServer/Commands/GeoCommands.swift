@@ -307,10 +307,10 @@ private func geoSearch(_ ctx: CommandContext, keyIndex: Int, _ flags: SearchFlag
             + "compatible with WITHDIST, WITHHASH and WITHCOORD options")
     }
     if flags.contains(.search) && !(fromMember || fromLocation) {
-        throw ReplyError("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for \(ctx.text(0))")
+        throw ReplyError("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for \(ctx.quoted(0))")
     }
     if flags.contains(.search) && !(byRadius || byBox) {
-        throw ReplyError("ERR exactly one of BYRADIUS and BYBOX can be specified for \(ctx.text(0))")
+        throw ReplyError("ERR exactly one of BYRADIUS and BYBOX can be specified for \(ctx.quoted(0))")
     }
     if any && count == 0 { throw ReplyError("ERR the ANY argument requires COUNT argument") }
     guard let set else {

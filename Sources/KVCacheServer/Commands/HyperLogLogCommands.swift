@@ -166,7 +166,7 @@ private func pfdebug(_ ctx: CommandContext) throws {
         }
         ctx.connection.replyInteger(converted ? 1 : 0)
     default:
-        throw ReplyError("ERR Unknown PFDEBUG subcommand '\(ctx.text(1))'")
+        throw ReplyError("ERR Unknown PFDEBUG subcommand '\(ctx.quoted(1))'")
     }
 }
 

@@ -117,7 +117,7 @@ private func replconf(_ ctx: CommandContext) throws {
             guard let flag = parseStrictInt64(ctx.args[j + 1]) else { throw ReplyError.notInteger }
             guard flag == 0 || flag == 1 else { throw ReplyError("ERR value is out of range, value must between 0 and 1") }
         default:
-            throw ReplyError("ERR Unrecognized REPLCONF option: \(ctx.text(j))")
+            throw ReplyError("ERR Unrecognized REPLCONF option: \(ctx.quoted(j))")
         }
     }
     ctx.connection.replyOK()

@@ -42,7 +42,7 @@ private func checkArity(_ ctx: CommandContext, _ arity: Int) throws(ReplyError) 
 
 /// Redis's addReplySubcommandSyntaxError.
 private func subcommandSyntaxError(_ ctx: CommandContext) -> ReplyError {
-    ReplyError("ERR unknown subcommand or wrong number of arguments for '\(ctx.text(1))'. Try \(ctx.commandName.uppercased()) HELP.")
+    ReplyError("ERR unknown subcommand or wrong number of arguments for '\(ctx.quoted(1))'. Try \(ctx.commandName.uppercased()) HELP.")
 }
 
 /// Reads FLUSH's [ASYNC|SYNC].
@@ -114,7 +114,7 @@ private func function(_ ctx: CommandContext) throws {
         var position = 2
         while position < ctx.args.count - 1 {
             guard ctx.option(position) == "replace" else {
-                throw ReplyError("ERR Unknown option given: \(ctx.text(position))")
+                throw ReplyError("ERR Unknown option given: \(ctx.quoted(position))")
             }
             replace = true
             position += 1
@@ -227,7 +227,7 @@ private func functionList(_ ctx: CommandContext) throws {
             i += 1
             pattern = ctx.args.bytes(i)
         } else {
-            throw ReplyError("ERR Unknown argument \(ctx.text(i))")
+            throw ReplyError("ERR Unknown argument \(ctx.quoted(i))")
         }
         i += 1
     }

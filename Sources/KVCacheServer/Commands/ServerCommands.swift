@@ -249,11 +249,11 @@ private func configSet(_ ctx: CommandContext) throws {
     for i in stride(from: 2, to: ctx.args.count, by: 2) {
         let name = ctx.option(i)
         guard let directive = ServerConfig.directivesByName[name] else {
-            throw ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '\(ctx.text(i))'")
+            throw ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '\(ctx.quoted(i))'")
         }
         // One setting named twice (or by two of its names) is refused, as Redis.
         guard seen.insert(directive.name).inserted else {
-            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - duplicate parameter")
+            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.quoted(i))') - duplicate parameter")
         }
         let value = ctx.text(i + 1)
         // A setting's current value is a no-op, as Redis's "CONFIG sanity"
@@ -262,13 +262,13 @@ private func configSet(_ ctx: CommandContext) throws {
         let immutableInRedis = redisImmutableConfigs.contains(directive.name)
         if !immutableInRedis && value == directive.render(ctx.server.config) { continue }
         guard directive.live && !immutableInRedis else {
-            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - can't set immutable config")
+            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.quoted(i))') - can't set immutable config")
         }
         let words = directive.words ? value.split(separator: " ").map(String.init) : [value]
         do {
             try config.apply(name, words)
         } catch let error as ConfigError {
-            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.text(i))') - \(error.description)")
+            throw ReplyError("ERR CONFIG SET failed (possibly related to argument '\(ctx.quoted(i))') - \(error.description)")
         }
     }
     try ctx.server.apply(config)

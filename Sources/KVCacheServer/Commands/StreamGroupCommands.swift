@@ -276,7 +276,7 @@ private func xclaim(_ ctx: CommandContext) throws {
             j += 1
             lastID = try StreamIDParse.strict(ctx.args[j])
         default:
-            throw ReplyError("ERR Unrecognized XCLAIM option '\(ctx.args.text(j))'")
+            throw ReplyError("ERR Unrecognized XCLAIM option '\(ctx.args.quoted(j))'")
         }
         j += 1
     }

@@ -46,7 +46,7 @@ private func xread(_ ctx: CommandContext, group withGroup: Bool) throws {
         switch args.option(i) {
         case "block" where more > 0:
             if ctx.server.scripting.isScriptClient(ctx.connection) {
-                throw ReplyError("ERR \(args.text(0)) command is not allowed with BLOCK option from scripts")
+                throw ReplyError("ERR \(args.quoted(0)) command is not allowed with BLOCK option from scripts")
             }
             i += 1
             guard let ms = parseStrictInt64(args[i]) else { throw ReplyError("ERR timeout is not an integer or out of range") }
