@@ -86,13 +86,15 @@ def main() -> int:
     bl.setup_pinning()
     makers = []  # (name, a function making a fresh Server)
     for n, binary in enumerate(args.kvcache or [str(bl.KVCACHE_BIN)]):
-        def make(binary=binary, name=f"kvcache{n + 1}:{binary}"):
+        def make(binary=binary, name=f"kvcache{n + 1}"):
             def argv(port, d):
                 return [binary, "--port", str(port), "--bind", bl.HOST, "--dir", d, "--appendonly", "no"]
             return bl.Server(name, argv, "kvcache")
-        makers.append((f"kvcache{n + 1}:{binary}", make))
+        makers.append((f"kvcache{n + 1}", make))
+        print(f"kvcache{n + 1}: {binary} --appendonly no")
     if not args.no_redis:
         makers.append(("redis", lambda: bl.redis_server("redis", bl.REDIS_NOPERSIST)))
+        print("redis: redis-server " + " ".join(bl.REDIS_NOPERSIST))
     results: dict[tuple[str, str], list[dict]] = {}
     for round_ in range(args.rounds):
         for kind in ("set", "zset"):

@@ -21,6 +21,29 @@ struct MemberSlotsTests {
         }
     }
 
+    @Test func chunkedArrayActsAsAnArrayAcrossChunks() {
+        var chunked = ChunkedArray<Int>()
+        var plain: [Int] = []
+        for i in 0..<10_000 {
+            chunked.append(i)
+            plain.append(i)
+        }
+        #expect(Array(chunked) == plain && chunked.count == 10_000)
+        let copy = chunked
+        chunked[4095] = -1
+        chunked[4096] = -2
+        plain[4095] = -1
+        plain[4096] = -2
+        #expect(copy[4095] == 4095 && copy[4096] == 4096, "a copy keeps its elements")
+        #expect(chunked.remove(at: 100) == plain.remove(at: 100))
+        for _ in 0..<5_000 { #expect(chunked.removeLast() == plain.removeLast()) }
+        chunked.removeLast(903)
+        plain.removeLast(903)
+        #expect(Array(chunked) == plain && chunked.count == plain.count && chunked.last == plain.last)
+        #expect(Array(copy) == Array(0..<10_000))
+        #expect(ChunkedArray(plain.lazy.map { $0 }).elementsEqual(plain))
+    }
+
     @Test func removalsLeaveHolesAndTheEndIsTrimmed() {
         var slots = MemberSlots<Int>()
         for i in 0..<10 { #expect(slots.append(i) == i) }

@@ -14,7 +14,8 @@
 /// returned twice by a scan running meanwhile, never missed: a member only
 /// ever moves toward the start, where a scan has yet to go.
 struct MemberSlots<Element> {
-    private(set) var slots: [Element?] = []
+    /// In chunks, so the copy a frozen value's first change makes is cheap.
+    private(set) var slots = ChunkedArray<Element?>()
     /// How many slots are holes.
     private(set) var holes = 0
     /// Slots that were left as holes, the latest last; some may have been
@@ -25,7 +26,7 @@ struct MemberSlots<Element> {
 
     init() {}
 
-    init(_ elements: [Element]) { slots = elements }
+    init(_ elements: [Element]) { slots = ChunkedArray(elements.lazy.map { $0 }) }
 
     /// How many members.
     var count: Int { slots.count - holes }
@@ -129,7 +130,7 @@ struct MemberSlots<Element> {
     }
 
     /// Every member, in slot order.
-    var elements: [Element] { holes == 0 ? slots.map { $0! } : slots.compactMap { $0 } }
+    var elements: [Element] { slots.compactMap { $0 } }
 
     /// Every member, in slot order, without building an array.
     var lazyElements: some Sequence<Element> { slots.lazy.compactMap { $0 } }
