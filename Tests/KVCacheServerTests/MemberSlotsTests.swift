@@ -227,3 +227,40 @@ struct MemberSlotsTests {
         #expect(hashAgain[b("f2")] == nil && hashAgain[b("f4")] == b("v4"))
     }
 }
+
+/// `ScoreTree` after many removals: its arrays shrink a few nodes a
+/// removal (no rebuild at once), and the order, ranks and scores stay right.
+@Suite("Score tree shrink")
+struct ScoreTreeShrinkTests {
+    @Test(arguments: [11, 12, 13])
+    func removalsShrinkTheArraysAndKeepTheOrder(seed: UInt64) {
+        var generator = MemberSlotsTests.Generator(state: seed)
+        let zset = ZSetValue()
+        var model: [String: Double] = [:]
+        for i in 0..<6000 {
+            let score = Double(Int.random(in: 0..<500, using: &generator))
+            zset.set(Array("m\(i)".utf8), score: score)
+            model["m\(i)"] = score
+        }
+        let names = Array(model.keys).shuffled(using: &generator)
+        var peak = zset.tree.capacity
+        for (n, name) in names.prefix(5800).enumerated() {
+            #expect(zset.remove(Array(name.utf8)))
+            model[name] = nil
+            peak = max(peak, zset.tree.capacity)
+            if n % 500 == 0 { #expect(zset.tree.checkInvariants().ok) }
+            // Never more than half free (past a small floor), give or take the four moves a removal.
+            #expect(zset.tree.capacity <= max(64, 2 * zset.count + 8))
+        }
+        #expect(zset.tree.checkInvariants().ok)
+        let expected = model.sorted { $0.value != $1.value ? $0.value < $1.value : $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        #expect(zset.allElements.map { String(decoding: $0.member, as: UTF8.self) } == expected.map(\.key))
+        for (rank, element) in expected.enumerated() {
+            #expect(zset.rank(Array(element.key.utf8)) == rank)
+            #expect(zset.score(Array(element.key.utf8)) == element.value)
+        }
+        // Insertions reuse what is free and the tree stays whole.
+        for i in 0..<300 { zset.set(Array("n\(i)".utf8), score: Double(i)) }
+        #expect(zset.count == 500 && zset.tree.checkInvariants().ok)
+    }
+}
