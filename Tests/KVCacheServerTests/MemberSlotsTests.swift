@@ -228,39 +228,45 @@ struct MemberSlotsTests {
     }
 }
 
-/// `ScoreTree` after many removals: its arrays shrink a few nodes a
-/// removal (no rebuild at once), and the order, ranks and scores stay right.
+/// `ScoreTree` after many removals: a large tree's arrays shrink a few
+/// nodes a removal (no rebuild at once), a small one's are rebuilt, and the
+/// order, ranks and scores stay right either way.
 @Suite("Score tree shrink")
 struct ScoreTreeShrinkTests {
-    @Test(arguments: [11, 12, 13])
-    func removalsShrinkTheArraysAndKeepTheOrder(seed: UInt64) {
+    @Test(arguments: [(11, 0), (12, 0), (13, 65_536)])
+    func removalsShrinkTheArraysAndKeepTheOrder(seed: UInt64, rebuildLimit: Int) {
         var generator = MemberSlotsTests.Generator(state: seed)
-        let zset = ZSetValue()
+        var tree = ScoreTree()
+        tree.rebuildLimit = rebuildLimit
         var model: [String: Double] = [:]
         for i in 0..<6000 {
             let score = Double(Int.random(in: 0..<500, using: &generator))
-            zset.set(Array("m\(i)".utf8), score: score)
+            tree.insert(Array("m\(i)".utf8), score: score)
             model["m\(i)"] = score
         }
         let names = Array(model.keys).shuffled(using: &generator)
-        var peak = zset.tree.capacity
         for (n, name) in names.prefix(5800).enumerated() {
-            #expect(zset.remove(Array(name.utf8)))
+            tree.remove(Array(name.utf8), score: model[name]!)
             model[name] = nil
-            peak = max(peak, zset.tree.capacity)
-            if n % 500 == 0 { #expect(zset.tree.checkInvariants().ok) }
-            // Never more than half free (past a small floor), give or take the four moves a removal.
-            #expect(zset.tree.capacity <= max(64, 2 * zset.count + 8))
+            if n % 500 == 0 { #expect(tree.checkInvariants().ok) }
+            if rebuildLimit == 0 {
+                // Never more than two thirds free, give or take the four moves a removal.
+                #expect(tree.capacity <= 3 * tree.count + 4)
+            }
         }
-        #expect(zset.tree.checkInvariants().ok)
+        #expect(tree.count == 200 && tree.checkInvariants().ok)
+        #expect(tree.capacity < 1500, "taken back: \(tree.capacity) nodes for 200 elements")
         let expected = model.sorted { $0.value != $1.value ? $0.value < $1.value : $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        #expect(zset.allElements.map { String(decoding: $0.member, as: UTF8.self) } == expected.map(\.key))
-        for (rank, element) in expected.enumerated() {
-            #expect(zset.rank(Array(element.key.utf8)) == rank)
-            #expect(zset.score(Array(element.key.utf8)) == element.value)
+        var walked: [String] = []
+        tree.forEach(fromRank: 0, reverse: false) { member, score in
+            walked.append(String(decoding: member, as: UTF8.self))
+            #expect(model[walked.last!] == score)
+            return true
         }
+        #expect(walked == expected.map(\.key))
+        for (rank, element) in expected.enumerated() { #expect(tree.rank(Array(element.key.utf8), score: element.value) == rank) }
         // Insertions reuse what is free and the tree stays whole.
-        for i in 0..<300 { zset.set(Array("n\(i)".utf8), score: Double(i)) }
-        #expect(zset.count == 500 && zset.tree.checkInvariants().ok)
+        for i in 0..<300 { tree.insert(Array("n\(i)".utf8), score: Double(i)) }
+        #expect(tree.count == 500 && tree.checkInvariants().ok)
     }
 }

@@ -221,14 +221,25 @@ struct ScoreTree {
         return nil
     }
 
-    /// While more than half the nodes are free (after many removals), moves
-    /// up to four nodes from the end of the arrays into free ones, so the
-    /// arrays shrink a few nodes a removal: a rebuild at once (the first
-    /// version) took 72 ms in one ZREM of a set that had had 1M members.
-    /// A moved node's parent is found by a descent to its element.
+    /// A tree of at most this many elements is rebuilt at once when two
+    /// thirds of its nodes are free (a few ms); a larger one shrinks a few
+    /// nodes a removal (`shrinkIfSparse`).
+    var rebuildLimit = 65_536
+
+    /// Once two thirds of the nodes are free (after many removals): a small
+    /// tree is rebuilt; a large one moves up to four nodes from the end of
+    /// the arrays into free ones each removal, so its arrays shrink without
+    /// a pause: a rebuild of what was left of a 1M-member set took 72 ms in
+    /// one ZREM. A moved node's parent is found by a descent to its
+    /// element, so a removal then costs a few descents instead of one.
     private mutating func shrinkIfSparse() {
+        guard nodes.count - count > 2 * count else { return }
+        if count <= rebuildLimit {
+            compactIfSparse()
+            return
+        }
         var moves = 0
-        while moves < 4 && nodes.count > 64 && 2 * count < nodes.count {
+        while moves < 4 && 3 * count < nodes.count {
             dropFreeTail()
             guard let slot = takeFreeSlot() else { break }
             let last = nodes.count - 1
