@@ -137,7 +137,7 @@ private func sort(_ ctx: CommandContext, readOnly: Bool) throws {
                 start = 0
             }
         } else {
-            items = zset.unorderedMembers.map { SortItem(element: $0) }
+            items = zset.lazyUnorderedMembers.map { SortItem(element: $0) }
         }
     default:
         break

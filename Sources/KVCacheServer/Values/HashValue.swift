@@ -147,7 +147,7 @@ final class HashValue: LiveValue {
     /// Sets the encoding from the contents, as loading one from a DUMP does.
     func settleEncoding(limits: EncodingLimits) {
         large = count > limits.hashMaxListpackEntries
-            || pairs.elements.contains { $0.field.count > limits.hashMaxListpackValue || $0.value.count > limits.hashMaxListpackValue }
+            || pairs.lazyElements.contains { $0.field.count > limits.hashMaxListpackValue || $0.value.count > limits.hashMaxListpackValue }
         if !large { pairs.closeHoles { moved, slot in positions[moved.field] = slot } }
     }
 

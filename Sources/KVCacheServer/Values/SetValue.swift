@@ -213,7 +213,7 @@ final class SetValue: LiveValue {
         guard members.count <= limits.setMaxIntsetEntries else { return }
         var values: [Int64] = []
         values.reserveCapacity(members.count)
-        for member in members.elements {
+        for member in members.lazyElements {
             guard let value = parseStrictInt64(member) else { return }
             values.append(value)
         }

@@ -222,7 +222,7 @@ final class ZSetValue: LiveValue {
 
     /// Sets the encoding from the contents, as loading one from a DUMP does.
     func settleEncoding(limits: EncodingLimits) {
-        large = count > limits.zsetMaxListpackEntries || slots.elements.contains { $0.count > limits.zsetMaxListpackValue }
+        large = count > limits.zsetMaxListpackEntries || slots.lazyElements.contains { $0.count > limits.zsetMaxListpackValue }
     }
 
     var encodingName: String { large ? "skiplist" : "listpack" }
